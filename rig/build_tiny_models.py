@@ -1,0 +1,137 @@
+"""Build the rig's two tiny, real, deterministic models (no hub access needed).
+
+- ``tiny-llama``: a dense GQA model (LlamaForCausalLM: 4 attention heads, 2 KV heads).
+- ``tiny-qwen3-moe``: a mixture-of-experts model (Qwen3MoeForCausalLM: 8 experts, top-2).
+
+Each is written as several safetensors shards plus ``model.safetensors.index.json`` and a
+byte-level BPE tokenizer with a ChatML chat template, so vLLM serves it like a hub checkpoint.
+Weights are random but seeded, the tokenizer is trained on a generated corpus: the same
+versions of torch/transformers/tokenizers give byte-identical files. A ``MANIFEST.sha256``
+records every file's hash.
+
+Usage: python build_tiny_models.py OUTPUT_DIR
+"""
+
+import hashlib
+import json
+import random
+import sys
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+SEED = 1234
+VOCAB_SIZE = 512
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# Small shards so even a 1 MB model is a multi-shard checkpoint with an index.
+MAX_SHARD_SIZE = "300KB"
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+# Shared shape: head_dim 32 is supported by vLLM's CPU attention backend.
+COMMON = dict(
+    vocab_size=VOCAB_SIZE,
+    hidden_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    intermediate_size=256,
+    max_position_embeddings=2048,
+    bos_token_id=0,
+    eos_token_id=2,
+    pad_token_id=0,
+    tie_word_embeddings=False,
+)
+
+MODELS = {
+    "tiny-llama": (LlamaConfig, LlamaForCausalLM, {}),
+    "tiny-qwen3-moe": (
+        Qwen3MoeConfig,
+        Qwen3MoeForCausalLM,
+        dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64, decoder_sparse_step=1,
+             mlp_only_layers=[], norm_topk_prob=True),
+    ),
+}
+
+
+def _corpus():
+    """A deterministic corpus of plain English-ish text and chat turns."""
+    rng = random.Random(SEED)
+    words = ("the model serves tokens on every gpu while the planner checks heads experts and "
+             "shards before launch a fleet of hosts runs vllm under systemd with tensor pipeline "
+             "and expert parallel plans measured by throughput latency and energy").split()
+    lines = []
+    for _ in range(2000):
+        lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(4, 16))) + ".")
+    lines += ["<|im_start|>user\nhello<|im_end|>", "<|im_start|>assistant\nhi there<|im_end|>"] * 50
+    return lines
+
+
+def build_tokenizer():
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_corpus(), trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<|endoftext|>",
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token=None,
+        chat_template=CHATML_TEMPLATE,
+        model_max_length=COMMON["max_position_embeddings"],
+    )
+
+
+def build_model(name, out_dir, tokenizer):
+    config_cls, model_cls, extra = MODELS[name]
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    config = config_cls(**{**COMMON, **extra,
+                           "bos_token_id": ids["<|endoftext|>"],
+                           "eos_token_id": ids["<|im_end|>"],
+                           "pad_token_id": ids["<|endoftext|>"]})
+    torch.manual_seed(SEED)
+    model = model_cls(config).to(torch.bfloat16)
+    target = Path(out_dir) / name
+    target.mkdir(parents=True, exist_ok=True)
+    for stale in target.iterdir():
+        stale.unlink()
+    model.save_pretrained(target, max_shard_size=MAX_SHARD_SIZE, safe_serialization=True)
+    tokenizer.save_pretrained(target)
+    shards = sorted(target.glob("model-*.safetensors"))
+    if len(shards) < 2 or not (target / "model.safetensors.index.json").is_file():
+        raise SystemExit(f"{target}: expected a sharded checkpoint with an index, got {shards}")
+    manifest = []
+    for path in sorted(p for p in target.iterdir() if p.name != "MANIFEST.sha256"):
+        # safetensors writes shards 0600; a model directory is meant to be world-readable.
+        path.chmod(0o644)
+        manifest.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}")
+    (target / "MANIFEST.sha256").write_text("\n".join(manifest) + "\n")
+    return target, len(shards)
+
+
+def main(out_dir):
+    torch.use_deterministic_algorithms(True)
+    tokenizer = build_tokenizer()
+    for name in MODELS:
+        target, n_shards = build_model(name, out_dir, tokenizer)
+        size = sum(p.stat().st_size for p in target.iterdir())
+        print(json.dumps({"model": name, "path": str(target), "shards": n_shards, "bytes": size}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

