@@ -68,8 +68,9 @@ def _corpus():
              "shards before launch a fleet of hosts runs vllm under systemd with tensor pipeline "
              "and expert parallel plans measured by throughput latency and energy").split()
     lines = []
-    for _ in range(2000):
-        lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(4, 16))) + ".")
+    for _line in range(2000):
+        length = rng.randint(4, 16)
+        lines.append(" ".join(rng.choice(words) for _word in range(length)) + ".")
     lines += ["<|im_start|>user\nhello<|im_end|>", "<|im_start|>assistant\nhi there<|im_end|>"] * 50
     return lines
 

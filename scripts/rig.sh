@@ -98,6 +98,28 @@ ln -sfn ../../../.. "$link"
 [[ -f "$link/galaxy.yml" ]] || die "$link does not resolve to the checkout"
 step_done "$link"
 
+step "ansible-test pip bootstrap"
+# ansible-test sanity builds its test venvs with a get-pip script it downloads from a host that is
+# unreachable here; seed its cache with an equivalent that installs pip from a PyPI wheel.
+pip_version=$("$GAUNTLET_VENV/bin/python" - <<'PY'
+import pathlib, re, ansible_test
+source = (pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py").read_text()
+print(re.search(r"pip='([0-9.]+)'", source).group(1))
+PY
+)
+seed="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
+pip_wheel_dir="$GAUNTLET_RIG_DIR/pip-wheel"
+if [[ ! -f "$seed" ]] || ! grep -q "$pip_wheel_dir" "$seed"; then
+  mkdir -p "$pip_wheel_dir" "$(dirname "$seed")"
+  pip download -q --disable-pip-version-check --no-deps "pip==$pip_version" -d "$pip_wheel_dir" 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  wheel=$(ls "$pip_wheel_dir"/pip-"$pip_version"-*.whl)
+  sed "s|@PIP_WHEEL@|$wheel|" "$GAUNTLET_ROOT/rig/get_pip_offline.py" >"$seed"
+  step_done "seeded $seed"
+else
+  step_done "current (pip $pip_version)"
+fi
+
 step "target image $GAUNTLET_IMAGE"
 want=$(hash_of "$GAUNTLET_ROOT/rig/build-image.sh")
 have=$(podman image inspect --format '{{ index .Config.Labels "gauntlet.rig.hash" }}' "$GAUNTLET_IMAGE" 2>/dev/null || true)
