@@ -38,7 +38,8 @@ stage_sanity() {
 }
 
 stage_unit() {
-  python -m pytest tests/unit -q -p no:cacheprovider
+  # Tests import the collection as ansible_collections.gauntlet.vllm, through the checkout link.
+  PYTHONPATH="$GAUNTLET_ROOT/.rig/collections${PYTHONPATH:+:$PYTHONPATH}" python -m pytest tests/unit -q -p no:cacheprovider
 }
 
 stage_molecule() {
