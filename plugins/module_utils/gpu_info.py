@@ -19,6 +19,13 @@ Rules:
 * A host without ``pynvml`` or whose ``nvmlInit`` fails (no driver, no
   ``libnvidia-ml.so.1``) gets ``count: 0``, no devices and a ``reason``.
 * ``nvmlShutdown`` is always called after a successful ``nvmlInit``.
+* ``numa_node`` is the CPU-side NUMA node closest to the GPU
+  (``nvmlDeviceGetMemoryAffinity``, scope node), i.e. the "NUMA Affinity"
+  column of ``nvidia-smi topo -m``; not ``nvmlDeviceGetNumaNodeId``, which is
+  the NUMA node of the GPU's own memory on coherent (Grace) systems and says
+  Not Supported on PCIe/SXM hosts.
+* Memory comes from ``nvmlDeviceGetMemoryInfo`` version 1, whose ``used``
+  includes the driver-reserved memory (``total == used + free``).
 * Topology: for every pair ``a < b`` the NVML common-ancestor level is mapped
   to the ``nvidia-smi topo -m`` names; the pair is ``NVLINK`` when NVLinks join
   the two GPUs, either directly (the remote PCI bus id of an active link on one
@@ -39,7 +46,10 @@ NVML_FEATURE_ENABLED = 1
 NVML_ERROR_INVALID_ARGUMENT = 2
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_NVLINK_DEVICE_TYPE_SWITCH = 2
+NVML_AFFINITY_SCOPE_NODE = 0
 DEFAULT_NVLINK_MAX_LINKS = 18
+# 64-bit words asked for in NUMA node masks (4 words: up to 256 NUMA nodes)
+NUMA_NODE_SET_WORDS = 4
 
 # nvmlGpuTopologyLevel_t -> nvidia-smi topo -m legend
 TOPOLOGY_LEVELS = {
@@ -127,6 +137,16 @@ def bus_id_key(bus_id):
         return "%04x:%s" % (int(domain, 16), rest)
     except ValueError:
         return bus_id
+
+
+def mask_bits(words, word_bits=64):
+    """Set bit numbers of an NVML bitmask (a sequence of ``word_bits``-bit words); [] for None."""
+    bits = []
+    for position, word in enumerate(words or ()):
+        for bit in range(word_bits):
+            if int(word) >> bit & 1:
+                bits.append(position * word_bits + bit)
+    return bits
 
 
 def _error_code(error):
@@ -245,9 +265,9 @@ def _device_facts(api, index, handle, max_links, include_processes):
     if pci is not None:
         device["pci_bus_id"] = to_text(getattr(pci, "busId", None)) or None
 
-    numa = api.get("nvmlDeviceGetNumaNodeId", handle)
-    if isinstance(numa, int) and numa >= 0:
-        device["numa_node"] = numa
+    nodes = mask_bits(api.get("nvmlDeviceGetMemoryAffinity", handle, NUMA_NODE_SET_WORDS, NVML_AFFINITY_SCOPE_NODE))
+    if nodes:
+        device["numa_node"] = nodes[0]
 
     memory = api.get("nvmlDeviceGetMemoryInfo", handle)
     if memory is not None:

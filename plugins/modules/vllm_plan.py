@@ -1,0 +1,339 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: vllm_plan
+short_description: Find the vLLM parallelism plans a model can run with, and reject those vLLM would crash on
+version_added: 0.1.0
+description:
+  - Evaluates every tensor-, pipeline-, data- and expert-parallel plan (TP, PP, DP, EP) that fits on
+    O(gpus) GPUs for one model, before anything is installed or launched.
+  - Each plan is checked against the rules vLLM applies (attention heads and KV heads against TP, dense
+    and shared-expert widths, FP8 block sizes of linear and MoE layers, INT4 group sizes, expert parallel on
+    dense models, pipeline layer split, world size). An invalid plan carries the exact message vLLM would
+    raise, the check that raised it and when vLLM would raise it (config validation, model construction or
+    weight creation, the last one after minutes of loading).
+  - Each plan also gets the weights per GPU (quantization scales included; replicated and sharded parts;
+    experts spread over TP x DP ranks), the KV cache left by O(gpu_memory_utilization), the KV tokens that
+    buys, whether one O(max_model_len) request fits, and a single-stream decode estimate from memory bandwidth
+    and all-reduce cost over the GPU link.
+  - The rules restate vLLM's source for the releases listed in the notes; they are keyed on O(vllm_version).
+author:
+  - gauntlet.vllm contributors (@gauntlet)
+options:
+  model:
+    description:
+      - Path to the model's C(config.json), or to a model directory holding one (an C(hf_quant_config.json)
+        beside it is read too). Read on the host the module runs on.
+    type: path
+    required: true
+  gpus:
+    description:
+      - Number of GPUs on the host. Defaults to the C(count) in O(gpu_facts).
+    type: int
+  gpu_memory_gib:
+    description:
+      - Memory of one GPU in GiB. Defaults to the smallest device's total memory in O(gpu_facts).
+    type: float
+  gpu_name:
+    description:
+      - GPU model name, used to look up memory bandwidth and link type for the estimate (for example
+        C(NVIDIA RTX PRO 6000 Blackwell Server Edition)). Defaults to the first device's name in O(gpu_facts),
+        else an RTX PRO 6000 over PCIe.
+    type: str
+  link:
+    description:
+      - GPU-to-GPU link for the all-reduce cost. Defaults to C(nvlink) when O(gpu_facts) reports active
+        NVLink, else the GPU model's usual link.
+    type: str
+    choices: [pcie, nvlink]
+  gpu_facts:
+    description:
+      - The C(gpus) facts gathered by M(gauntlet.vllm.gpu_facts), used for O(gpus), O(gpu_memory_gib),
+        O(gpu_name) and O(link) where those are not given.
+    type: dict
+  vllm_version:
+    description:
+      - The vLLM release the plan is for, for example C(0.28.0). Rules and defaults follow it.
+    type: str
+    required: true
+  gpu_memory_utilization:
+    description:
+      - Share of each GPU's memory vLLM may use. Defaults to vLLM's default for O(vllm_version)
+        (0.9 before 0.32, 0.92 from 0.32).
+    type: float
+  max_model_len:
+    description:
+      - Longest request to plan for. Defaults to the model's C(max_position_embeddings).
+    type: int
+  kv_cache_dtype:
+    description:
+      - KV cache data type. Defaults to the one the checkpoint declares (for example C(fp8)), else C(auto)
+        (the model's dtype).
+    type: str
+  plan:
+    description:
+      - The plan a deployment is configured with. It is returned as RV(selected), and with
+        O(fail_on_invalid) the task fails when vLLM would reject it or it does not fit.
+    type: dict
+    suboptions:
+      tp:
+        description: Tensor-parallel size.
+        type: int
+        default: 1
+      pp:
+        description: Pipeline-parallel size.
+        type: int
+        default: 1
+      dp:
+        description: Data-parallel size.
+        type: int
+        default: 1
+      ep:
+        description: Whether expert parallel is enabled.
+        type: bool
+        default: false
+  fail_on_invalid:
+    description:
+      - Fail the task, naming vLLM's error and the valid alternatives, when O(plan) is invalid or does not fit.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+notes:
+  - The rules were read from the vLLM 0.32.0 source; see C(docs/vllm-rules-0.32.md) in the collection.
+  - Memory and speed figures are estimates with their inputs shown in RV(plans[].estimate.basis) and
+    RV(inputs); a runtime reserve for activations, CUDA graphs and NCCL buffers is kept out of the KV cache.
+seealso:
+  - module: gauntlet.vllm.model_config_info
+  - module: gauntlet.vllm.gpu_facts
+"""
+
+EXAMPLES = r"""
+- name: Plan MiniMax-M2.5 on the 8-GPU host
+  gauntlet.vllm.vllm_plan:
+    model: /models/MiniMaxAI/MiniMax-M2.5
+    gpus: 8
+    gpu_memory_gib: 89.4
+    vllm_version: 0.28.0
+  register: minimax_plan
+
+- name: Show the recommended vLLM arguments
+  ansible.builtin.debug:
+    msg: "{{ minimax_plan.recommended.vllm_args | join(' ') }}"
+
+- name: Refuse to launch a plan vLLM would crash on (fails with vLLM's message and the valid alternatives)
+  gauntlet.vllm.vllm_plan:
+    model: /models/MiniMaxAI/MiniMax-M2.5
+    gpu_facts: "{{ ansible_facts.gpus }}"
+    vllm_version: 0.28.0
+    plan:
+      tp: 8
+      ep: true
+"""
+
+RETURN = r"""
+plans:
+  description: Every plan evaluated, largest GPU count first.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Short name, for example C(TP8-EP) or C(TP2-PP2).
+      type: str
+      sample: TP8-EP
+    tp:
+      description: Tensor-parallel size.
+      type: int
+    pp:
+      description: Pipeline-parallel size.
+      type: int
+    dp:
+      description: Data-parallel size.
+      type: int
+    ep:
+      description: Whether expert parallel is enabled.
+      type: bool
+    gpus_used:
+      description: TP x PP x DP.
+      type: int
+    valid:
+      description: Whether vLLM would load this plan.
+      type: bool
+    errors:
+      description: Every failing check, the one vLLM raises first listed first.
+      type: list
+      elements: dict
+      contains:
+        check:
+          description: Name of the check.
+          type: str
+          sample: fp8_block_moe
+        exception:
+          description: The exception type vLLM raises.
+          type: str
+          sample: ValueError
+        message:
+          description: The message vLLM raises.
+          type: str
+          sample: The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128.
+        when:
+          description: When vLLM raises it (C(config validation), C(model construction), C(weight creation), C(startup)).
+          type: str
+    notes:
+      description: How experts and KV heads are placed, why a plan does not fit, and similar.
+      type: list
+      elements: str
+    weights_gib_per_gpu:
+      description: Weights held by the busiest GPU, in GiB.
+      type: float
+    kv_cache_gib_per_gpu:
+      description: Memory left for the KV cache on that GPU, in GiB.
+      type: float
+    kv_bytes_per_token:
+      description: KV cache bytes one GPU stores per token.
+      type: int
+    kv_cache_tokens:
+      description: Tokens of KV cache that fit.
+      type: int
+    fits:
+      description: Whether one request of C(max_model_len) tokens (see RV(inputs)) fits in the KV cache.
+      type: bool
+    estimate:
+      description: Single-stream decode estimate and its basis.
+      type: dict
+      contains:
+        decode_tokens_per_s:
+          description: Estimated tokens per second for one stream.
+          type: float
+        ms_per_token:
+          description: Estimated milliseconds per decoded token.
+          type: float
+        basis:
+          description: The inputs of the estimate (GPU, bandwidth, link, all-reduce latency, bytes read per token).
+          type: dict
+    vllm_args:
+      description: The C(vllm serve) arguments for this plan.
+      type: list
+      elements: str
+      sample: ["--tensor-parallel-size", "8", "--enable-expert-parallel"]
+recommended:
+  description: The valid, fitting plan with the best estimate (fewer GPUs break ties), or null when none is.
+  returned: always
+  type: dict
+selected:
+  description: The evaluation of O(plan), when given.
+  returned: when O(plan) is given
+  type: dict
+inputs:
+  description: The values the planner used after defaults were applied.
+  returned: always
+  type: dict
+  sample:
+    gpus: 8
+    gpu_memory_gib: 89.4
+    gpu_memory_utilization: 0.9
+    max_model_len: 196608
+    kv_cache_dtype: auto
+    vllm_version: 0.28.0
+    runtime_reserve_gib: 3.0
+model:
+  description: The normalised model facts the plans were made for (as M(gauntlet.vllm.model_config_info) returns).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError, load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, evaluate_plan_for, plan_model
+
+
+def _from_gpu_facts(params):
+    facts = params.get("gpu_facts") or {}
+    devices = facts.get("devices") or []
+    gpus = params.get("gpus") or facts.get("count")
+    memory = params.get("gpu_memory_gib")
+    if not memory and devices:
+        memory = min(d.get("memory_total_bytes") or 0 for d in devices) / float(1024 ** 3)
+    name = params.get("gpu_name") or (devices[0].get("name") if devices else None)
+    link = params.get("link")
+    if not link and facts.get("topology"):
+        link = "nvlink" if facts["topology"].get("nvlink") else "pcie"
+    return gpus, memory, name, link
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            model=dict(type="path", required=True),
+            gpus=dict(type="int"),
+            gpu_memory_gib=dict(type="float"),
+            gpu_name=dict(type="str"),
+            link=dict(type="str", choices=["pcie", "nvlink"]),
+            gpu_facts=dict(type="dict"),
+            vllm_version=dict(type="str", required=True),
+            gpu_memory_utilization=dict(type="float"),
+            max_model_len=dict(type="int"),
+            kv_cache_dtype=dict(type="str"),
+            plan=dict(type="dict", options=dict(
+                tp=dict(type="int", default=1),
+                pp=dict(type="int", default=1),
+                dp=dict(type="int", default=1),
+                ep=dict(type="bool", default=False),
+            )),
+            fail_on_invalid=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    gpus, memory, name, link = _from_gpu_facts(params)
+    if not gpus:
+        module.fail_json(msg="gpus is not set and gpu_facts reports no GPUs (count 0)")
+    if not memory:
+        module.fail_json(msg="gpu_memory_gib is not set and gpu_facts has no device memory")
+    try:
+        model = load_model_config(params["model"])
+        result = plan_model(model, gpus, memory, params["vllm_version"],
+                            gpu_memory_utilization=params["gpu_memory_utilization"],
+                            max_model_len=params["max_model_len"], kv_cache_dtype=params["kv_cache_dtype"],
+                            gpu_name=name, link=link)
+    except (ModelConfigError, PlanError) as exc:
+        module.fail_json(msg=str(exc))
+
+    output = dict(changed=False, model=model, **result)
+    if params["plan"]:
+        selected = evaluate_plan_for(model, params["plan"], result["inputs"], gpu_name=name, link=link)
+        output["selected"] = selected
+        if params["fail_on_invalid"] and not (selected["valid"] and selected["fits"]):
+            alternatives = [p["name"] for p in result["plans"] if p["valid"] and p["fits"]]
+            if selected["errors"]:
+                first = selected["errors"][0]
+                why = "vLLM would raise %s at %s: %s" % (first["exception"], first["when"], first["message"])
+            else:
+                why = selected["notes"][-1]
+            module.fail_json(msg="Plan %s of %s is not usable: %s Valid plans that fit: %s."
+                             % (selected["name"], params["model"], why, ", ".join(alternatives) or "none"),
+                             **output)
+    module.exit_json(**output)
+
+
+if __name__ == "__main__":
+    main()
