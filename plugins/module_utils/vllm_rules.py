@@ -61,16 +61,28 @@ def _divide_message(numerator, denominator):
 
 
 # --------------------------------------------------------------------------
-# Rules: each takes (model, plan) and returns None or (exception, message).
+# Rules: each takes (model, plan, gpus) and returns None or
+# (exception, message, source): the exception type and message vLLM raises,
+# and the vLLM file and function that raise it.
 # --------------------------------------------------------------------------
 
 def rule_world_size(model, plan, gpus):
-    # vllm/config/parallel.py ParallelConfig: world size = TP x PP per engine,
-    # DP engines each take their own; CUDA cannot place more ranks than GPUs.
-    need = plan["tp"] * plan["pp"] * plan["dp"]
-    if need > gpus:
-        return ("ValueError", "The plan needs %d GPUs (TP %d x PP %d x DP %d) but the host has %d."
-                % (need, plan["tp"], plan["pp"], plan["dp"], gpus))
+    # vllm/config/parallel.py ParallelConfig.__post_init__ compares TP x PP
+    # with the node's GPUs; DP engines each take their own TP x PP slice and
+    # fail later, in the worker (v1/worker/gpu_worker.py, "DP adjusted local
+    # rank ... is out of bounds").
+    world = plan["tp"] * plan["pp"]
+    if world > gpus:
+        return ("ValueError",
+                "World size (%d) is larger than the number of available GPUs (%d) in this node. If this is intentional "
+                "and you are using:\n- ray, set '--distributed-executor-backend ray'.\n- multiprocessing, set "
+                "'--nnodes' appropriately." % (world, gpus),
+                "vllm/config/parallel.py ParallelConfig.__post_init__")
+    if world * plan["dp"] > gpus:
+        return ("AssertionError",
+                # The lowest out-of-range rank: the first of GPU index `gpus`.
+                "DP adjusted local rank %d is out of bounds for %d devices." % (gpus, gpus),
+                "vllm/v1/worker/gpu_worker.py Worker.init_device")
     return None
 
 
@@ -79,38 +91,63 @@ def rule_attention_heads(model, plan, gpus):
     heads, tp = model["num_attention_heads"], plan["tp"]
     if heads % tp:
         return ("ValueError", "Total number of attention heads (%d) must be divisible by tensor parallel size (%d)."
-                % (heads, tp))
+                % (heads, tp), "vllm/config/model.py ModelConfig.verify_with_parallel_config")
     return None
 
 
 def rule_expert_parallel_dense(model, plan, gpus):
     # vllm/config/model.py ModelConfig._verify_with_expert_parallelism
     if plan["ep"] and not model.get("num_experts"):
-        return ("ValueError", "Number of experts in the model must be greater than 0 when expert parallelism is enabled.")
+        return ("ValueError", "Number of experts in the model must be greater than 0 when expert parallelism is enabled.",
+                "vllm/config/model.py ModelConfig._verify_with_expert_parallelism")
     return None
 
 
 def rule_pipeline_layers(model, plan, gpus):
-    # vllm/distributed/utils.py get_pp_indices: every stage needs a layer.
+    # vllm/distributed/utils.py get_pp_indices does not refuse more stages
+    # than layers: the extra stages get no layers and the run is useless.
+    # Not a vLLM error: the planner refuses it on its own account.
     if plan["pp"] > model["num_hidden_layers"]:
-        return ("ValueError", "Pipeline parallel size (%d) is larger than the number of hidden layers (%d)."
-                % (plan["pp"], model["num_hidden_layers"]))
+        return ("PlannerError", "Pipeline parallel size (%d) is larger than the number of hidden layers (%d): "
+                "some stages would hold no layer." % (plan["pp"], model["num_hidden_layers"]),
+                "vllm/distributed/utils.py get_pp_indices")
     return None
+
+
+# Model files that check the KV head split themselves, with a bare assert,
+# before QKVParallelLinear's divide() would: (file, attention class).
+KV_HEAD_ASSERTS = {
+    "LlamaForCausalLM": ("llama.py", "LlamaAttention"),
+    "MiniMaxM2ForCausalLM": ("minimax_m2.py", "MiniMaxM2Attention"),
+    "MixtralForCausalLM": ("mixtral.py", "MixtralAttention"),
+    "Qwen2MoeForCausalLM": ("qwen2_moe.py", "Qwen2MoeAttention"),
+    "Qwen3MoeForCausalLM": ("qwen3_moe.py", "Qwen3MoeAttention"),
+    "Glm4MoeForCausalLM": ("glm4_moe.py", "Glm4MoeAttention"),
+}
 
 
 def rule_kv_heads(model, plan, gpus):
     # vllm/model_executor/layers/linear.py QKVParallelLinear.__init__:
     # KV heads are split when there are at least TP of them, replicated
-    # (TP / heads copies) otherwise; both go through divide().
+    # (TP / heads copies) otherwise; both go through divide(). Several model
+    # files assert the same first, without a message: vLLM then raises a
+    # bare AssertionError whose traceback shows the assert line.
     if model.get("mla"):
         return None  # MLA has no per-head KV projection to split.
     kv, tp = model["num_key_value_heads"], plan["tp"]
     if tp >= kv:
-        if tp % kv:
-            return ("AssertionError", _divide_message(tp, kv))
+        if not tp % kv:
+            return None
+        bare, numerator, denominator = "assert tp_size % self.total_num_kv_heads == 0", tp, kv
     elif kv % tp:
-        return ("AssertionError", _divide_message(kv, tp))
-    return None
+        bare, numerator, denominator = "assert self.total_num_kv_heads % tp_size == 0", kv, tp
+    else:
+        return None
+    own = KV_HEAD_ASSERTS.get(model.get("architecture"))
+    if own:
+        return ("AssertionError", bare, "vllm/model_executor/models/%s %s.__init__" % own)
+    return ("AssertionError", _divide_message(numerator, denominator),
+            "vllm/model_executor/layers/linear.py QKVParallelLinear.__init__")
 
 
 def rule_vocab(model, plan, gpus):
@@ -119,7 +156,8 @@ def rule_vocab(model, plan, gpus):
     # divided by TP through divide().
     padded = -(-model["vocab_size"] // 64) * 64
     if padded % plan["tp"]:
-        return ("AssertionError", _divide_message(padded, plan["tp"]))
+        return ("AssertionError", _divide_message(padded, plan["tp"]),
+                "vllm/model_executor/layers/vocab_parallel_embedding.py VocabParallelEmbedding.__init__")
     return None
 
 
@@ -137,7 +175,8 @@ def rule_dense_intermediate(model, plan, gpus):
         sizes.append(shared)
     for size in sizes:
         if size % tp:
-            return ("AssertionError", _divide_message(size, tp))
+            return ("AssertionError", _divide_message(size, tp),
+                    "vllm/model_executor/layers/linear.py MergedColumnParallelLinear.__init__")
     return None
 
 
@@ -177,12 +216,13 @@ def rule_fp8_block_linear(model, plan, gpus):
     for module, kind, size in checks:
         if not is_quantized(quant, module):
             continue
+        source = "vllm/model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape"
         if kind == "row" and size % block_k:
             return ("ValueError", "Weight input_size_per_partition = %d is not divisible by weight quantization block_k = %d."
-                    % (size, block_k))
+                    % (size, block_k), source)
         if kind == "column" and size % block_n:
             return ("ValueError", "Weight output_partition_size = %d is not divisible by weight quantization block_n = %d."
-                    % (size, block_n))
+                    % (size, block_n), source)
     return None
 
 
@@ -221,12 +261,13 @@ def rule_fp8_block_moe(model, plan, gpus, version=None):
                and parse_version(version) >= parse_version(FP8_MOE_BLOCK_REFINE_SINCE))
     if needs_check and refines and _gcd(block_n, block_k, per_partition, model["hidden_size"]) >= 32:
         return None
+    source = "vllm/model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape_moe"
     if per_partition % block_n:
         return ("ValueError", "The output_size of gate's and up's weight = %d is not divisible by weight quantization block_n = %d."
-                % (per_partition, block_n))
+                % (per_partition, block_n), source)
     if plan["tp"] > 1 and per_partition % block_k:
         return ("ValueError", "The input_size of down's weight = %d is not divisible by weight quantization block_k = %d."
-                % (per_partition, block_k))
+                % (per_partition, block_k), source)
     return None
 
 
@@ -241,15 +282,18 @@ def rule_int4_group_moe(model, plan, gpus):
     layer = model.get("first_k_dense") or 0
     if not is_quantized(quant, "model.layers.%d.mlp.experts.0.gate_up_proj" % layer):
         return None
+    source = ("vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/"
+              "compressed_tensors_moe_wna16.py CompressedTensorsWNA16MoEMethod.create_weights")
     if model["hidden_size"] % group:
         return ("ValueError", "CompressedTensors WNA16 MoE requires hidden_size (%d) to be divisible by group_size (%d)."
-                % (model["hidden_size"], group))
+                % (model["hidden_size"], group), source)
     per_partition = model["moe_intermediate_size"] // moe_parallel(plan)["tp_size"]
     if per_partition % group:
         return ("ValueError",
                 "CompressedTensors WNA16 MoE with static group scales requires the MoE intermediate size per "
                 "tensor-parallel partition (%d) to be divisible by group_size (%d). Scale groups would otherwise "
-                "cross TP shard boundaries; use a compatible TP size or enable expert parallelism." % (per_partition, group))
+                "cross TP shard boundaries; use a compatible TP size or enable expert parallelism." % (per_partition, group),
+                source)
     return None
 
 
@@ -273,17 +317,67 @@ def rule_int4_group_linear(model, plan, gpus):
             return ("ValueError",
                     "Weight input_size_per_partition=%d for layer '%s' is not divisible by group_size=%d. This happens "
                     "when tensor_parallel_size splits the layer input into shards that are not a whole number of quant "
-                    "groups. Consider reducing tensor_parallel_size." % (size, module, group))
+                    "groups. Consider reducing tensor_parallel_size." % (size, module, group),
+                    "vllm/distributed/utils.py verify_group_size_divides_partition")
     return None
 
 
+# Sparse MoE blocks that refuse more TP ranks than experts: file and class.
+MOE_TP_EXPERT_CHECKS = {
+    "MiniMaxM2ForCausalLM": ("minimax_m2.py", "MiniMaxM2MoE"),
+    "Qwen2MoeForCausalLM": ("qwen2_moe.py", "Qwen2MoeSparseMoeBlock"),
+    "Qwen3MoeForCausalLM": ("qwen3_moe.py", "Qwen3MoeSparseMoeBlock"),
+}
+
+
 def rule_moe_tp_exceeds_experts(model, plan, gpus):
-    # Qwen2/3-MoE style sparse blocks refuse more TP ranks than experts
-    # (vllm/model_executor/models/qwen3_moe.py Qwen3MoeSparseMoeBlock.__init__).
+    # vllm/model_executor/models/{minimax_m2,qwen2_moe,qwen3_moe}.py: the
+    # sparse block checks the attention TP size against the expert count.
     experts = model.get("num_experts")
-    if experts and model.get("model_type") in ("qwen2_moe", "qwen3_moe") and plan["tp"] > experts:
-        return ("ValueError", "Tensor parallel size %d is greater than the number of experts %d."
-                % (plan["tp"], experts))
+    where = MOE_TP_EXPERT_CHECKS.get(model.get("architecture"))
+    if experts and where and plan["tp"] > experts:
+        return ("ValueError", "Tensor parallel size %d is greater than the number of experts %d." % (plan["tp"], experts),
+                "vllm/model_executor/models/%s %s.__init__" % where)
+    return None
+
+
+def rule_nvfp4_linear(model, plan, gpus):
+    # vllm/model_executor/layers/quantization/modelopt.py
+    # KNvfp4Static.create_weights: a TP-split row-parallel input must be a
+    # multiple of the 16-element NVFP4 group.
+    quant = model.get("quantization") or {}
+    tp = plan["tp"]
+    if quant.get("method") != "modelopt_fp4" or tp == 1:
+        return None
+    checks = []
+    if not model.get("mla"):
+        checks.append(("model.layers.0.self_attn.o_proj", model["num_attention_heads"] // tp * model["head_dim"]))
+    if not model.get("num_experts") or model.get("first_k_dense"):
+        checks.append(("model.layers.0.mlp.down_proj", model["intermediate_size"] // tp))
+    shared = model.get("shared_expert_intermediate_size")
+    if model.get("num_experts") and shared:
+        layer = model.get("first_k_dense") or 0
+        checks.append(("model.layers.%d.mlp.shared_experts.down_proj" % layer, shared // tp))
+    for module, size in checks:
+        if is_quantized(quant, module) and size % 16:
+            return ("ValueError", "Unsupported model when in features size is not multiple of 16",
+                    "vllm/model_executor/layers/quantization/modelopt.py KNvfp4Static.create_weights")
+    return None
+
+
+def rule_gpt_oss(model, plan, gpus):
+    # vllm/model_executor/models/gpt_oss.py: the MLP asserts its width over
+    # the whole torch world (TP x PP x DP), and the attention divides KV
+    # heads by TP without max(1, ...), so TP above the KV heads divides by 0.
+    if model.get("architecture") != "GptOssForCausalLM":
+        return None
+    world = plan["tp"] * plan["pp"] * (plan["dp"] if plan["dp"] > 1 else 1)
+    if model["intermediate_size"] % world:
+        return ("AssertionError", "assert config.intermediate_size % self.world_size == 0",
+                "vllm/model_executor/models/gpt_oss.py MLPBlock.__init__")
+    if plan["tp"] > model["num_key_value_heads"]:
+        return ("ZeroDivisionError", "integer division or modulo by zero",
+                "vllm/model_executor/models/gpt_oss.py OAIAttention.__init__")
     return None
 
 
@@ -296,11 +390,13 @@ RULES = (
     ("kv_heads", rule_kv_heads, "model construction", None, None),
     ("vocab", rule_vocab, "model construction", None, None),
     ("moe_tp_exceeds_experts", rule_moe_tp_exceeds_experts, "model construction", None, None),
+    ("gpt_oss", rule_gpt_oss, "model construction", None, None),
     ("dense_intermediate", rule_dense_intermediate, "model construction", None, None),
     ("fp8_block_linear", rule_fp8_block_linear, "weight creation", None, None),
     ("fp8_block_moe", rule_fp8_block_moe, "weight creation", None, None),
     ("int4_group_moe", rule_int4_group_moe, "weight creation", None, None),
     ("int4_group_linear", rule_int4_group_linear, "weight creation", None, None),
+    ("nvfp4_linear", rule_nvfp4_linear, "weight creation", None, None),
 )
 
 
@@ -320,5 +416,6 @@ def check_plan(model, plan, gpus, vllm_version):
     for name, rule, when, _since, _until in rules_for(vllm_version):
         failure = rule(model, plan, gpus, vllm_version) if rule in VERSIONED_RULES else rule(model, plan, gpus)
         if failure:
-            errors.append({"check": name, "exception": failure[0], "message": failure[1], "when": when})
+            errors.append({"check": name, "exception": failure[0], "message": failure[1], "source": failure[2],
+                           "when": when})
     return errors

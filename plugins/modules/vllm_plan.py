@@ -194,8 +194,14 @@ plans:
           description: The message vLLM raises.
           type: str
           sample: The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128.
+        source:
+          description: The vLLM file and function that raise it.
+          type: str
+          sample: vllm/model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape_moe
         when:
-          description: When vLLM raises it (C(config validation), C(model construction), C(weight creation), C(startup)).
+          description: >-
+            When vLLM raises it (C(startup), C(config validation), C(model construction), C(weight creation)).
+            Exception C(PlannerError) marks a plan vLLM would start but the planner refuses.
           type: str
     notes:
       description: How experts and KV heads are placed, why a plan does not fit, and similar.

@@ -41,7 +41,10 @@ def test_minimax_m25_on_eight_gpus_with_vllm_028():
     tp6 = plans["TP6"]
     assert not tp6["valid"]
     assert tp6["errors"][0]["check"] == "kv_heads"
-    assert tp6["errors"][0]["message"] == "8 is not divisible by 6"
+    # MiniMaxM2Attention asserts the KV split itself, without a message.
+    assert tp6["errors"][0]["exception"] == "AssertionError"
+    assert tp6["errors"][0]["message"] == "assert self.total_num_kv_heads % tp_size == 0"
+    assert tp6["errors"][0]["source"] == "vllm/model_executor/models/minimax_m2.py MiniMaxM2Attention.__init__"
     assert plans["TP4"]["valid"] and plans["TP4"]["fits"]
     assert plans["TP8-EP"]["valid"] and plans["TP8-EP"]["fits"]
     assert plans["TP8-EP"]["vllm_args"] == ["--tensor-parallel-size", "8", "--enable-expert-parallel"]
@@ -84,6 +87,38 @@ def test_attention_heads_error_comes_first():
     assert plans["TP6"]["errors"][0]["message"] == (
         "Total number of attention heads (64) must be divisible by tensor parallel size (6).")
     assert plans["TP6"]["errors"][0]["when"] == "config validation"
+
+
+def test_kv_split_without_a_model_assert_uses_qkv_parallel_linear_message():
+    model = dict(load("meta-llama--Meta-Llama-3.1-70B"), architecture="SomeOtherLlamaLike", num_attention_heads=48)
+    plans = by_name(plan_model(model, 6, RTX_PRO_6000_GIB, "0.28.0", max_model_len=8192))
+    assert plans["TP6"]["errors"][0]["message"] == "8 is not divisible by 6"
+    assert plans["TP6"]["errors"][0]["source"] == "vllm/model_executor/layers/linear.py QKVParallelLinear.__init__"
+
+
+def test_nvfp4_row_parallel_input_must_hold_whole_groups():
+    model = dict(load("nvidia--Llama-3.1-70B-Instruct-FP8"))
+    model["quantization"] = dict(model["quantization"], method="modelopt_fp4", bits=4, group_size=16, ignored_modules=[])
+    model["intermediate_size"] = 8 * 24  # 24 columns per rank at TP=8: not a multiple of 16
+    plans = by_name(plan_model(model, 8, RTX_PRO_6000_GIB, "0.32.0", max_model_len=8192))
+    assert plans["TP8"]["errors"][0]["message"] == "Unsupported model when in features size is not multiple of 16"
+    assert plans["TP4"]["valid"]
+
+
+def test_gpt_oss_tp_above_kv_heads_divides_by_zero():
+    plans = by_name(plan_model(load("openai--gpt-oss-120b"), 16, RTX_PRO_6000_GIB, "0.32.0", max_model_len=8192))
+    assert plans["TP16"]["errors"][0]["exception"] == "ZeroDivisionError"
+    assert plans["TP8"]["valid"]
+
+
+def test_a_plan_larger_than_the_host_gets_vllms_world_size_message():
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for
+    model = load("meta-llama--Meta-Llama-3.1-70B")
+    inputs = plan_model(model, 4, RTX_PRO_6000_GIB, "0.28.0", max_model_len=8192)["inputs"]
+    plan = evaluate_plan_for(model, {"tp": 8}, inputs)
+    assert plan["errors"][0]["message"].startswith("World size (8) is larger than the number of available GPUs (4) in this node.")
+    dp = evaluate_plan_for(model, {"tp": 4, "dp": 2}, inputs)
+    assert dp["errors"][0]["message"] == "DP adjusted local rank 4 is out of bounds for 4 devices."
 
 
 def test_gqa_kv_heads_replicate_past_tp():
