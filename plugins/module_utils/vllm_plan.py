@@ -25,10 +25,12 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_rules import (
 )
 
 # vllm/config/cache.py CacheConfig.gpu_memory_utilization default, by the
-# first release that has it.
+# first release that has it: 0.92 in every release from 0.28.0 to 0.32.0
+# (docs/vllm-rules-by-version.md); releases before 0.28 were not read, and
+# 0.9 was their long-standing default.
 GPU_MEMORY_UTILIZATION_DEFAULTS = (
     ((0, 0, 0), 0.9),
-    ((0, 32, 0), 0.92),
+    ((0, 28, 0), 0.92),
 )
 
 

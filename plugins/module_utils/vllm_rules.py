@@ -23,10 +23,10 @@ __metaclass__ = type
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import is_quantized
 
 # The releases these rules were checked against.
-SUPPORTED_VERSIONS = ("0.28.0", "0.32.0")
+SUPPORTED_VERSIONS = ("0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0")
 # First release whose Fp8MoEMethod refines FP8 MoE scale blocks instead of
 # rejecting a TP split that cuts through them (docs/vllm-rules-by-version.md).
-FP8_MOE_BLOCK_REFINE_SINCE = "0.32.0"
+FP8_MOE_BLOCK_REFINE_SINCE = "0.29.0"
 
 
 def parse_version(version):

@@ -32,8 +32,24 @@ options:
     description:
       - Path to the model's C(config.json), or to a model directory holding one (an C(hf_quant_config.json)
         beside it is read too). Read on the host the module runs on.
-    type: path
+      - Or a Hugging Face Hub repo id (C(owner/name), when no such local path exists). Only C(config.json) and
+        C(hf_quant_config.json) are fetched, at O(revision); the commit they came from is returned in
+        RV(model_source).
+    type: str
     required: true
+  revision:
+    description:
+      - Branch, tag or commit of a Hub O(model).
+    type: str
+    default: main
+  hf_endpoint:
+    description:
+      - Hub endpoint, for a mirror. Defaults to the E(HF_ENDPOINT) environment variable, else C(https://huggingface.co).
+    type: str
+  hf_token:
+    description:
+      - Token for gated or private Hub repos. Defaults to the E(HF_TOKEN) environment variable. Never logged.
+    type: str
   gpus:
     description:
       - Number of GPUs on the host. Defaults to the C(count) in O(gpu_facts).
@@ -67,7 +83,7 @@ options:
   gpu_memory_utilization:
     description:
       - Share of each GPU's memory vLLM may use. Defaults to vLLM's default for O(vllm_version)
-        (0.9 before 0.32, 0.92 from 0.32).
+        (0.92 for 0.28 to 0.32).
     type: float
   max_model_len:
     description:
@@ -117,7 +133,9 @@ attributes:
     support: full
     platforms: posix
 notes:
-  - The rules were read from the vLLM 0.32.0 source; see C(docs/vllm-rules-0.32.md) in the collection.
+  - The rules were read from the vLLM 0.28.0 to 0.32.0 sources; see C(docs/vllm-rules-0.32.md) and
+    C(docs/vllm-rules-by-version.md) in the collection. From 0.29.0, native FP8 MoE refines its scale blocks
+    instead of rejecting a TP split that cuts through them.
   - Memory and speed figures are estimates with their inputs shown in RV(plans[].estimate.basis) and
     RV(inputs); a runtime reserve for activations, CUDA graphs and NCCL buffers is kept out of the KV cache.
 seealso:
@@ -137,6 +155,16 @@ EXAMPLES = r"""
 - name: Show the recommended vLLM arguments
   ansible.builtin.debug:
     msg: "{{ minimax_plan.recommended.vllm_args | join(' ') }}"
+
+- name: Plan straight from the Hub, fetching only the config files
+  gauntlet.vllm.vllm_plan:
+    model: nvidia/Kimi-K2.5-NVFP4
+    revision: main
+    hf_token: "{{ vault_hf_token }}"
+    gpus: 8
+    gpu_memory_gib: 89.4
+    vllm_version: 0.28.0
+  register: kimi_plan
 
 - name: Refuse to launch a plan vLLM would crash on (fails with vLLM's message and the valid alternatives)
   gauntlet.vllm.vllm_plan:
@@ -264,11 +292,18 @@ model:
   description: The normalised model facts the plans were made for (as M(gauntlet.vllm.model_config_info) returns).
   returned: always
   type: dict
+model_source:
+  description: Where the config came from. C(kind) is C(local) (with C(path)) or C(hub) (with C(repo_id), C(revision),
+    C(commit), the commit the Hub resolved the revision to, and C(endpoint)).
+  returned: always
+  type: dict
+  sample: {kind: hub, repo_id: MiniMaxAI/MiniMax-M2.5, revision: main, commit: 0123abcd..., endpoint: "https://huggingface.co"}
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, env_fallback
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError, load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.hub import load_any_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, evaluate_plan_for, plan_model
 
 
@@ -289,7 +324,10 @@ def _from_gpu_facts(params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            model=dict(type="path", required=True),
+            model=dict(type="str", required=True),
+            revision=dict(type="str", default="main"),
+            hf_endpoint=dict(type="str", fallback=(env_fallback, ["HF_ENDPOINT"])),
+            hf_token=dict(type="str", no_log=True, fallback=(env_fallback, ["HF_TOKEN"])),
             gpus=dict(type="int"),
             gpu_memory_gib=dict(type="float"),
             gpu_name=dict(type="str"),
@@ -316,7 +354,8 @@ def main():
     if not memory:
         module.fail_json(msg="gpu_memory_gib is not set and gpu_facts has no device memory")
     try:
-        model = load_model_config(params["model"])
+        model, model_source = load_any_model_config(params["model"], params["revision"], params["hf_endpoint"],
+                                                    params["hf_token"])
         result = plan_model(model, gpus, memory, params["vllm_version"],
                             gpu_memory_utilization=params["gpu_memory_utilization"],
                             max_model_len=params["max_model_len"], kv_cache_dtype=params["kv_cache_dtype"],
@@ -324,7 +363,7 @@ def main():
     except (ModelConfigError, PlanError) as exc:
         module.fail_json(msg=str(exc))
 
-    output = dict(changed=False, model=model, **result)
+    output = dict(changed=False, model=model, model_source=model_source, **result)
     if params["plan"]:
         selected = evaluate_plan_for(model, params["plan"], result["inputs"], gpu_name=name, link=link)
         output["selected"] = selected

@@ -57,3 +57,46 @@ def test_bad_config_names_the_file(run_module, tmp_path):
                                                  "vllm_version": "0.28.0"})
     assert failed
     assert str(bad) in result["msg"]
+
+
+def _read(name):
+    with open(os.path.join(FIXTURES, "model_configs", name), "rb") as handle:
+        return handle.read()
+
+
+def test_hub_repo_id_fetches_only_the_config_files(run_module):
+    from tests.fakehub.fakehub import FakeHub
+    files = {"config.json": _read("nvidia--MiniMax-M2.5-NVFP4.json"),
+             "hf_quant_config.json": _read("nvidia--MiniMax-M2.5-NVFP4_hf_quant.json"),
+             "model-00001-of-00099.safetensors": b"\0" * 1024}
+    with FakeHub({"nvidia/MiniMax-M2.5-NVFP4": files}) as hub:
+        result, failed = run_module(vllm_plan.main, {"model": "nvidia/MiniMax-M2.5-NVFP4", "hf_endpoint": hub.endpoint,
+                                                     "gpus": 8, "gpu_memory_gib": 89.4, "vllm_version": "0.32.0",
+                                                     "max_model_len": 32768})
+        fetched = [path for _method, path, _auth in hub.requests]
+        commit = hub.repos["nvidia/MiniMax-M2.5-NVFP4"].sha
+    assert not failed, result.get("msg")
+    assert result["model_source"] == {"kind": "hub", "repo_id": "nvidia/MiniMax-M2.5-NVFP4", "revision": "main",
+                                      "commit": commit, "endpoint": hub.endpoint}
+    assert result["model"]["quantization"]["method"] == "modelopt_fp4"
+    assert not [p for p in fetched if "safetensors" in p]
+    assert sorted(p.rsplit("/", 1)[1] for p in fetched) == ["config.json", "hf_quant_config.json"]
+
+
+def test_gated_hub_repo_needs_the_token_and_never_shows_it(run_module):
+    from tests.fakehub.fakehub import FakeHub
+    with FakeHub() as hub:
+        hub.add_repo("meta-llama/Meta-Llama-3.1-70B", {"config.json": _read("meta-llama--Meta-Llama-3.1-70B.json")},
+                     gated_token="hf_sekrit_token")
+        base = {"model": "meta-llama/Meta-Llama-3.1-70B", "hf_endpoint": hub.endpoint, "gpus": 8,
+                "gpu_memory_gib": 80, "vllm_version": "0.28.0", "max_model_len": 8192}
+        denied, failed = run_module(vllm_plan.main, base)
+        assert failed
+        assert "gated repository" in denied["msg"] and "meta-llama/Meta-Llama-3.1-70B" in denied["msg"]
+        granted, failed = run_module(vllm_plan.main, dict(base, hf_token="hf_sekrit_token"))
+        assert not failed, granted.get("msg")
+        assert "hf_sekrit_token" not in json.dumps(granted)
+        missing, failed = run_module(vllm_plan.main, dict(base, model="nobody/nothing"))
+        assert failed and "repository not found" in missing["msg"]
+        bad_rev, failed = run_module(vllm_plan.main, dict(base, hf_token="hf_sekrit_token", revision="v0"))
+        assert failed and "revision 'v0' not found" in bad_rev["msg"]
