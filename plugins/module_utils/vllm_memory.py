@@ -52,10 +52,10 @@ UNQUANTIZED_BYTES = 2.0
 # Public GPU specifications (../shared/hardware.md): memory bandwidth and
 # the GPU-to-GPU link. Keys are matched as substrings of the NVML name.
 GPU_SPECS = {
-    "RTX PRO 6000": {"memory_bandwidth_gbs": 1792.0, "link": "pcie", "link_gbs": 64.0},
-    "H200": {"memory_bandwidth_gbs": 4800.0, "link": "nvlink", "link_gbs": 900.0},
-    "H100": {"memory_bandwidth_gbs": 3350.0, "link": "nvlink", "link_gbs": 900.0},
-    "B200": {"memory_bandwidth_gbs": 8000.0, "link": "nvlink", "link_gbs": 1800.0},
+    "RTX PRO 6000": {"memory_gb": 96.0, "memory_bandwidth_gbs": 1792.0, "link": "pcie", "link_gbs": 64.0},
+    "H200": {"memory_gb": 141.0, "memory_bandwidth_gbs": 4800.0, "link": "nvlink", "link_gbs": 900.0},
+    "H100": {"memory_gb": 80.0, "memory_bandwidth_gbs": 3350.0, "link": "nvlink", "link_gbs": 900.0},
+    "B200": {"memory_gb": 180.0, "memory_bandwidth_gbs": 8000.0, "link": "nvlink", "link_gbs": 1800.0},
 }
 DEFAULT_GPU = "RTX PRO 6000"
 # One all-reduce of a decode step's activations (a few KB) is latency-bound:

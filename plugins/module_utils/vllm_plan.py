@@ -14,6 +14,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
     GIB,
     RUNTIME_RESERVE_GIB,
     decode_estimate,
+    gpu_spec,
     kv_bytes_per_token,
     layer_signatures,
     weights_per_gpu,
@@ -156,7 +157,14 @@ def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization
     """Evaluate every plan; return ``{"plans": [...], "recommended": plan or None}``."""
     if not isinstance(gpus, int) or gpus < 1:
         raise PlanError("gpus must be a positive integer, got %r" % (gpus,))
-    if not gpu_memory_gib or gpu_memory_gib <= 0:
+    memory_from = "given"
+    if gpu_memory_gib is None:
+        # Neither given nor gathered: the public specification of the GPU
+        # model (../shared/hardware.md), the reference host's by default.
+        spec_name, spec = gpu_spec(gpu_name)
+        gpu_memory_gib = spec["memory_gb"] * 1e9 / GIB
+        memory_from = "specification of %s (%d GB)" % (spec_name, spec["memory_gb"])
+    if gpu_memory_gib <= 0:
         raise PlanError("gpu_memory_gib must be a positive number, got %r" % (gpu_memory_gib,))
     utilization = gpu_memory_utilization or default_gpu_memory_utilization(vllm_version)
     if not 0 < utilization <= 1:
@@ -178,6 +186,7 @@ def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization
         "inputs": {
             "gpus": gpus,
             "gpu_memory_gib": gpu_memory_gib,
+            "gpu_memory_from": memory_from,
             "gpu_memory_utilization": utilization,
             "max_model_len": max_len,
             "kv_cache_dtype": kv_dtype,

@@ -190,33 +190,37 @@ def _fp8_block(model):
 
 def rule_fp8_block_linear(model, plan, gpus):
     # vllm/model_executor/layers/quantization/utils/fp8_utils.py
-    # validate_fp8_block_shape: a TP-split column-parallel output must be a
-    # multiple of block_n, a TP-split row-parallel input of block_k.
+    # validate_fp8_block_shape (from Fp8LinearMethod.create_weights): a
+    # TP-split row-parallel input must be a multiple of block_k, a TP-split
+    # single column-parallel output a multiple of block_n. Merged column
+    # layers (QKV, gate_up) are exempt: linear.py ColumnParallelLinear.
+    # _maybe_allow_fp8_block_shape_mismatch lets them through.
     quant, block = _fp8_block(model)
     tp = plan["tp"]
     if not block or tp == 1:
         return None
     block_n, block_k = block[0], block[1]
-    checks = []
-    if not model.get("mla"):
-        head_dim = model["head_dim"]
-        q_out = model["num_attention_heads"] // tp * head_dim
-        checks.append(("model.layers.0.self_attn.q_proj", "column", q_out))
-        if model["num_key_value_heads"] >= tp:
-            checks.append(("model.layers.0.self_attn.k_proj", "column", model["num_key_value_heads"] // tp * head_dim))
-        checks.append(("model.layers.0.self_attn.o_proj", "row", q_out))
+    heads = model["num_attention_heads"] // tp
+    mla = model.get("mla")
+    checks = []  # in the order vLLM builds the layers
+    if mla:
+        q_out = heads * (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"])
+        q_module = "self_attn.q_b_proj" if mla.get("q_lora_rank") else "self_attn.q_proj"
+        checks.append(("model.layers.0." + q_module, "column", q_out))
+        checks.append(("model.layers.0.self_attn.kv_b_proj", "column", heads * (mla["qk_nope_head_dim"] + mla["v_head_dim"])))
+        checks.append(("model.layers.0.self_attn.o_proj", "row", heads * mla["v_head_dim"]))
+    else:
+        checks.append(("model.layers.0.self_attn.o_proj", "row", heads * model["head_dim"]))
     if not model.get("num_experts") or model.get("first_k_dense"):
-        checks.append(("model.layers.0.mlp.gate_up_proj", "column", model["intermediate_size"] // tp))
         checks.append(("model.layers.0.mlp.down_proj", "row", model["intermediate_size"] // tp))
     shared = model.get("shared_expert_intermediate_size")
     if model.get("num_experts") and shared:
         layer = model.get("first_k_dense") or 0
-        checks.append(("model.layers.%d.mlp.shared_experts.gate_up_proj" % layer, "column", shared // tp))
         checks.append(("model.layers.%d.mlp.shared_experts.down_proj" % layer, "row", shared // tp))
+    source = "vllm/model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape"
     for module, kind, size in checks:
         if not is_quantized(quant, module):
             continue
-        source = "vllm/model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape"
         if kind == "row" and size % block_k:
             return ("ValueError", "Weight input_size_per_partition = %d is not divisible by weight quantization block_k = %d."
                     % (size, block_k), source)

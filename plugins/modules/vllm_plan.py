@@ -56,7 +56,9 @@ options:
     type: int
   gpu_memory_gib:
     description:
-      - Memory of one GPU in GiB. Defaults to the smallest device's total memory in O(gpu_facts).
+      - Memory of one GPU in GiB. Defaults to the smallest device's total memory in O(gpu_facts), else to the
+        public specification of O(gpu_name) (an RTX PRO 6000 Blackwell's 96 GB when no name is known);
+        RV(inputs) says which.
     type: float
   gpu_name:
     description:
@@ -288,6 +290,7 @@ inputs:
     kv_cache_dtype: auto
     vllm_version: 0.28.0
     runtime_reserve_gib: 3.0
+    gpu_memory_from: given
 model:
   description: The normalised model facts the plans were made for (as M(gauntlet.vllm.model_config_info) returns).
   returned: always
@@ -351,8 +354,6 @@ def main():
     gpus, memory, name, link = _from_gpu_facts(params)
     if not gpus:
         module.fail_json(msg="gpus is not set and gpu_facts reports no GPUs (count 0)")
-    if not memory:
-        module.fail_json(msg="gpu_memory_gib is not set and gpu_facts has no device memory")
     try:
         model, model_source = load_any_model_config(params["model"], params["revision"], params["hf_endpoint"],
                                                     params["hf_token"])

@@ -147,7 +147,15 @@ def test_nvlink_lowers_the_communication_cost():
     assert nvlink["estimate"]["decode_tokens_per_s"] > pcie["estimate"]["decode_tokens_per_s"]
 
 
-@pytest.mark.parametrize("bad", [{"gpus": 0}, {"gpu_memory_gib": 0}, {"gpu_memory_utilization": 1.5}])
+def test_gpu_memory_defaults_to_the_gpu_specification():
+    result = plan_model(load("moonshotai--Kimi-K2.5"), 8, None, "0.28.0", max_model_len=32768)
+    assert result["inputs"]["gpu_memory_from"] == "specification of RTX PRO 6000 (96 GB)"
+    assert abs(result["inputs"]["gpu_memory_gib"] - RTX_PRO_6000_GIB) < 1e-9
+    h200 = plan_model(load("moonshotai--Kimi-K2.5"), 8, None, "0.28.0", max_model_len=32768, gpu_name="NVIDIA H200")
+    assert abs(h200["inputs"]["gpu_memory_gib"] - 141e9 / 1024 ** 3) < 1e-9
+
+
+@pytest.mark.parametrize("bad", [{"gpus": 0}, {"gpu_memory_gib": -1}, {"gpu_memory_utilization": 1.5}])
 def test_bad_inputs_name_the_input(bad):
     args = dict(gpus=8, gpu_memory_gib=80.0, gpu_memory_utilization=None)
     args.update(bad)
@@ -226,3 +234,21 @@ def test_no_valid_plan_breaks_a_rule_on_random_models():
         for plan in plan_model(model, gpus, 141.0, version, max_model_len=4096)["plans"]:
             if plan["valid"]:
                 assert _independent_violations(model, plan, version) == [], (model, plan["name"])
+
+
+def test_fp8_block_linear_checks_row_parallel_and_single_column_layers_only():
+    model = dict(load("nvidia--Llama-3.1-70B-Instruct-FP8"))
+    model["quantization"] = {"method": "fp8", "bits": 8, "block_size": [128, 128], "group_size": None,
+                             "kv_cache_dtype": None, "ignored_modules": ["lm_head"]}
+    plans = by_name(plan_model(model, 8, RTX_PRO_6000_GIB, "0.28.0", max_model_len=8192))
+    # Llama-70B at TP8: o_proj input 8 heads x 128 = 1024, down_proj input 28672 / 8 = 3584 = 28 x 128.
+    assert plans["TP8"]["valid"]
+    model["intermediate_size"] = 8 * 200  # down_proj input 200 per rank; gate_up (merged) is exempt
+    plans = by_name(plan_model(model, 8, RTX_PRO_6000_GIB, "0.28.0", max_model_len=8192))
+    assert plans["TP8"]["errors"][0]["message"] == (
+        "Weight input_size_per_partition = 200 is not divisible by weight quantization block_k = 128.")
+    mla = dict(load("deepseek-ai--DeepSeek-V3"))
+    mla["num_attention_heads"] = 120  # q_b_proj output 15 heads x 192 = 2880 per rank at TP8
+    plans = by_name(plan_model(mla, 8, 141.0, "0.28.0", max_model_len=8192))
+    assert plans["TP8"]["errors"][0]["message"] == (
+        "Weight output_partition_size = 2880 is not divisible by weight quantization block_n = 128.")
