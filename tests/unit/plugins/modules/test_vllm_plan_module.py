@@ -73,7 +73,7 @@ def test_hub_repo_id_fetches_only_the_config_files(run_module):
         result, failed = run_module(vllm_plan.main, {"model": "nvidia/MiniMax-M2.5-NVFP4", "hf_endpoint": hub.endpoint,
                                                      "gpus": 8, "gpu_memory_gib": 89.4, "vllm_version": "0.32.0",
                                                      "max_model_len": 32768})
-        fetched = [path for _method, path, _auth in hub.requests]
+        fetched = [request[1] for request in hub.requests]
         commit = hub.repos["nvidia/MiniMax-M2.5-NVFP4"].sha
     assert not failed, result.get("msg")
     assert result["model_source"] == {"kind": "hub", "repo_id": "nvidia/MiniMax-M2.5-NVFP4", "revision": "main",

@@ -1,0 +1,899 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Verify a downloaded safetensors checkpoint (a model directory) before vLLM
+loads it: every shard the index names is there under the right name, is a
+well-formed safetensors file holding the tensors the index assigns to it, and
+(when expected sizes / sha256 digests are known, for example from the Hub's
+LFS metadata) has the right size and content.
+
+Only the Python standard library is used (Python 3.8 or later).
+
+The safetensors format (https://github.com/huggingface/safetensors): an
+8-byte little-endian unsigned header length ``N``, ``N`` bytes of UTF-8 JSON
+(an object starting with ``{``, possibly padded with spaces) mapping tensor
+names to ``{"dtype", "shape", "data_offsets": [begin, end]}`` plus an optional
+``"__metadata__"`` string-to-string map, then the tensor data.  Offsets are
+relative to the end of the header.  The safetensors library itself refuses a
+file whose tensors do not tile the data area exactly (no gap, no overlap, no
+trailing bytes), whose slice sizes disagree with dtype x shape, or whose header
+is over 100 MB; the same rules are applied here.
+
+Design notes:
+
+* Index entries (``weight_map`` values) are checked *lexically* before any
+  file system access: an absolute path or a ``..`` component is refused and
+  never opened.  A shard that resolves (through symlinks) outside the model
+  directory is refused too, unless it resolves into the Hugging Face cache's
+  ``blobs`` directory beside a ``snapshots/<revision>`` model directory, or
+  ``follow_external_symlinks`` is set.  Only regular files are ever opened.
+* Hashing runs in a thread pool; hashlib releases the GIL while hashing large
+  buffers, so N workers hash N files at N times the speed of one.
+* The digest cache is keyed on the file's real path and (size, mtime_ns,
+  ctime_ns, inode, device).  Any write to a file changes its mtime and ctime,
+  so a changed file is always rehashed.  To close the "racy" window (a write
+  landing in the same timestamp tick as the stat that keyed the entry) a
+  digest is only cached when the file's mtime is more than ``RACY_WINDOW_NS``
+  older than the moment hashing started, and the file's stat is unchanged
+  after hashing.  Restoring the mtime after a write (``touch -d``, ``rsync -t``)
+  still changes the ctime, which cannot be set back.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import stat
+import struct
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+
+INDEX_FILE_NAME = "model.safetensors.index.json"
+SINGLE_FILE_NAME = "model.safetensors"
+CACHE_FILE_NAME = ".gauntlet-verify-cache.json"
+CACHE_VERSION = 1
+SHARD_SUFFIX = ".safetensors"
+CHECKSUM_MODES = ("auto", "true", "false")
+
+# Bytes read per read() call while hashing (1-8 MiB all hash at the same speed).
+CHUNK_SIZE = 4 * 1024 * 1024
+# The safetensors library refuses headers larger than this.
+MAX_HEADER_BYTES = 100 * 1000 * 1000
+# A digest is cached only when the file's mtime is older than this before hashing started.
+RACY_WINDOW_NS = 2 * 1000 * 1000 * 1000
+# Longest list of names given per problem (the count is always given in full).
+LIST_CAP = 20
+# Most problems spelt out in the failure message (the ``errors`` list has them all).
+MESSAGE_CAP = 50
+
+# Bits per element of every safetensors dtype.
+DTYPE_BITS = {
+    "BOOL": 8,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "C64": 64,
+    "F64": 64,
+    "I64": 64,
+    "U64": 64,
+}
+
+# ``<prefix>-<number>-of-<total><suffix>``, the Hugging Face shard naming.
+SHARD_NAME = re.compile(r"^(?P<prefix>.*)-(?P<number>[0-9]+)-of-(?P<total>[0-9]+)(?P<suffix>\.[^./]+)$")
+SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+class CheckpointError(Exception):
+    """The verification could not be run (bad path, index or option).
+
+    The message names the file and, where one is at fault, the field.
+    """
+
+
+# --------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------
+
+def default_workers():
+    """min(8, CPUs this process may run on)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus))
+
+
+def normalize_checksum_mode(value):
+    """``auto``, ``true`` or ``false`` from a string or bool."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "auto"
+    text = str(value).strip().lower()
+    if text in ("yes", "on", "1"):
+        text = "true"
+    elif text in ("no", "off", "0"):
+        text = "false"
+    if text not in CHECKSUM_MODES:
+        raise CheckpointError("checksum: must be one of auto, true, false, got %r" % (value,))
+    return text
+
+
+def parse_expected_files(expected_files):
+    """Validate ``expected_files`` (file name -> {size, sha256}); return name -> {size, sha256}.
+
+    ``size`` and ``sha256`` are each optional (null or absent means unknown);
+    sha256 digests are lower-cased.
+    """
+    if expected_files is None:
+        return {}
+    if not isinstance(expected_files, dict):
+        raise CheckpointError("expected_files: must be a dict of file name -> {size, sha256}, got %s"
+                              % _type_name(expected_files))
+    parsed = {}
+    for name, entry in expected_files.items():
+        where = "expected_files[%s]" % json.dumps(str(name))
+        if not isinstance(name, str) or not name:
+            raise CheckpointError("%s: file names must be non-empty strings" % where)
+        if not isinstance(entry, dict):
+            raise CheckpointError("%s: must be a dict with size and/or sha256, got %s" % (where, _type_name(entry)))
+        unknown = sorted(set(entry) - set(("size", "sha256")))
+        if unknown:
+            raise CheckpointError("%s: unknown key(s) %s (allowed: size, sha256)" % (where, ", ".join(unknown)))
+        size = entry.get("size")
+        if isinstance(size, str) and size.strip().isdigit():
+            size = int(size.strip())
+        if size is not None and (not _is_int(size) or size < 0):
+            raise CheckpointError("%s.size: must be a non-negative integer, got %s" % (where, json.dumps(entry.get("size"))))
+        digest = entry.get("sha256")
+        if digest is not None:
+            if not isinstance(digest, str) or not SHA256_HEX.match(digest.strip()):
+                raise CheckpointError("%s.sha256: must be 64 hexadecimal digits, got %s" % (where, json.dumps(digest)))
+            digest = digest.strip().lower()
+        parsed[name] = {"size": size, "sha256": digest}
+    return parsed
+
+
+# --------------------------------------------------------------------------
+# Index
+# --------------------------------------------------------------------------
+
+def load_weight_map(index_path):
+    """Read a ``*.safetensors.index.json``; return its ``weight_map`` (tensor -> file)."""
+    try:
+        with open(index_path, "rb") as handle:
+            raw = handle.read()
+    except (IOError, OSError) as exc:
+        raise CheckpointError("%s: cannot read file: %s" % (index_path, exc))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CheckpointError("%s: not UTF-8 text: %s" % (index_path, exc))
+    except ValueError as exc:
+        raise CheckpointError("%s: invalid JSON: %s" % (index_path, exc))
+    if not isinstance(data, dict):
+        raise CheckpointError("%s: expected a JSON object at the top level, got %s" % (index_path, _type_name(data)))
+    if "weight_map" not in data:
+        raise CheckpointError("%s: missing required field 'weight_map'" % index_path)
+    weight_map = data["weight_map"]
+    if not isinstance(weight_map, dict):
+        raise CheckpointError("%s: field 'weight_map' must be an object, got %s" % (index_path, _type_name(weight_map)))
+    if not weight_map:
+        raise CheckpointError("%s: field 'weight_map' is empty" % index_path)
+    for tensor, shard in weight_map.items():
+        if not isinstance(shard, str):
+            raise CheckpointError("%s: field 'weight_map[%s]' must be a file name (string), got %s (%s)"
+                                  % (index_path, json.dumps(tensor), json.dumps(shard), _type_name(shard)))
+    total_size = None
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict) and _is_int(metadata.get("total_size")):
+        total_size = metadata["total_size"]
+    return weight_map, total_size
+
+
+def unsafe_name_reason(name):
+    """Why ``name`` (an index entry) may not be opened relative to the model directory, or None.
+
+    Purely lexical: no file system access.
+    """
+    if not name:
+        return "empty file name"
+    if "\x00" in name:
+        return "file name contains a NUL byte"
+    if os.path.isabs(name) or name.startswith("/"):
+        return "absolute path"
+    if ".." in name.replace("\\", "/").split("/"):
+        return "'..' climbs out of the model directory"
+    return None
+
+
+def shard_key(name):
+    """Name normalised for zero padding and case: the same shard under another spelling."""
+    match = SHARD_NAME.match(name)
+    if match:
+        return ("numbered", match.group("prefix").lower(), int(match.group("number")),
+                int(match.group("total")), match.group("suffix").lower())
+    return ("plain", name.lower())
+
+
+def check_numbering(names):
+    """Messages about gaps and inconsistencies in ``-NNNNN-of-MMMMM`` shard names.
+
+    Each message starts with the file name(s) concerned.
+    """
+    groups = {}
+    for name in names:
+        match = SHARD_NAME.match(name)
+        if match:
+            groups.setdefault((match.group("prefix"), match.group("suffix")), []).append(match)
+    messages = []
+    for (prefix, suffix), matches in sorted(groups.items()):
+        totals = {}
+        for match in matches:
+            totals.setdefault(int(match.group("total")), []).append(match.group(0))
+        if len(totals) > 1:
+            # The total most names agree on is taken as right; the others are named.
+            ranked = sorted(totals.items(), key=lambda item: (-len(item[1]), item[0]))
+            majority = ranked[0][0]
+            odd = sorted(name for item in ranked[1:] for name in item[1])
+            summary = ", ".join("-of-%d in %d name%s" % (total, len(group), _plural(len(group)))
+                                for total, group in sorted(totals.items()))
+            messages.append("%s: the index's shard names disagree on the number of shards (%s)" % (_capped_names(odd), summary))
+            matches = [match for match in matches if int(match.group("total")) == majority]
+        total = int(matches[0].group("total"))
+        numbers = {}
+        for match in matches:
+            numbers.setdefault(int(match.group("number")), []).append(match.group(0))
+        for number in sorted(numbers):
+            group = sorted(numbers[number])
+            if len(group) > 1:
+                messages.append("%s: shard number %d is named %d times in the index" % (", ".join(group), number, len(group)))
+            if number < 1 or number > total:
+                messages.append("%s: shard number %d is outside 1..%d" % (group[0], number, total))
+        absent = [number for number in range(1, total + 1) if number not in numbers] if total <= 1000000 else []
+        if absent:
+            width = len(matches[0].group("number"))
+            total_text = matches[0].group("total")
+            absent_names = ["%s-%0*d-of-%s%s" % (prefix, width, number, total_text, suffix) for number in absent]
+            messages.append("%s: the index names no shard %s of %d (it names %d shard%s)"
+                            % (_capped_names(absent_names), _capped_numbers(absent), total, len(numbers), _plural(len(numbers))))
+    return messages
+
+
+# --------------------------------------------------------------------------
+# safetensors header
+# --------------------------------------------------------------------------
+
+class _HeaderProblem(Exception):
+    """The header cannot be read; ``kind`` is ``truncated`` or ``corrupt``."""
+
+    def __init__(self, kind, reason):
+        super(_HeaderProblem, self).__init__(reason)
+        self.kind = kind
+        self.reason = reason
+
+
+def _read_exact(handle, count):
+    chunks = []
+    while count > 0:
+        chunk = handle.read(count)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_safetensors_header(handle, size, expected_size=None):
+    """Parse the header of an open safetensors file of ``size`` bytes.
+
+    :returns: ``(header, data_start)`` where header is the JSON object.
+    :raises _HeaderProblem: when no usable header can be read.
+    """
+    if size < 8:
+        raise _HeaderProblem("truncated", "the file is %d bytes, shorter than the 8-byte header length" % size)
+    (length,) = struct.unpack("<Q", _read_exact(handle, 8))
+    if length > MAX_HEADER_BYTES:
+        raise _HeaderProblem("corrupt", "header length %d is implausible (the safetensors limit is %d bytes)"
+                             % (length, MAX_HEADER_BYTES))
+    if length < 2:
+        raise _HeaderProblem("corrupt", "header length %d is too small for a JSON object" % length)
+    if 8 + length > size:
+        # A cut through the (small) header is far less likely than a damaged length field,
+        # unless the file is known to be short.
+        kind = "truncated" if expected_size is not None and size < expected_size else "corrupt"
+        raise _HeaderProblem(kind, "header length %d runs past the end of the file (%d bytes)" % (length, size))
+    raw = _read_exact(handle, length)
+    if len(raw) != length:
+        raise _HeaderProblem("truncated", "the file ended while reading the header")
+    if not raw.startswith(b"{"):
+        raise _HeaderProblem("corrupt", "header does not start with '{' (not a safetensors file?)")
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _HeaderProblem("corrupt", "header is not UTF-8: %s" % exc)
+    except ValueError as exc:
+        raise _HeaderProblem("corrupt", "header is not valid JSON: %s" % exc)
+    if not isinstance(header, dict):
+        raise _HeaderProblem("corrupt", "header is a JSON %s, not an object" % _type_name(header))
+    return header, 8 + length
+
+
+def check_safetensors(handle, size, expected_size=None):
+    """Check the structure of one open safetensors file.
+
+    :returns: dict with ``truncated`` (reason dict or None), ``corrupt``
+        (list of ``(tensor or None, message)``), ``tensors`` (set of names, or
+        None when the header is unreadable), ``tensor_bytes`` and ``warnings``.
+    """
+    report = {"truncated": None, "corrupt": [], "tensors": None, "tensor_bytes": 0, "warnings": []}
+    try:
+        header, data_start = read_safetensors_header(handle, size, expected_size)
+    except _HeaderProblem as exc:
+        if exc.kind == "truncated":
+            report["truncated"] = {"size": size, "needed": expected_size, "reason": exc.reason}
+        else:
+            report["corrupt"].append((None, exc.reason))
+        return report
+    problems = report["corrupt"]
+    spans = []
+    tensors = set()
+    for name, info in header.items():
+        if name == "__metadata__":
+            if not isinstance(info, dict) or not all(isinstance(value, str) for value in info.values()):
+                problems.append((None, "__metadata__ must map strings to strings"))
+            continue
+        tensors.add(name)
+        label = "tensor %s" % json.dumps(name)
+        if not isinstance(info, dict):
+            problems.append((name, "%s: entry is a %s, not an object" % (label, _type_name(info))))
+            continue
+        dtype = info.get("dtype")
+        shape = info.get("shape")
+        offsets = info.get("data_offsets")
+        if not isinstance(dtype, str):
+            problems.append((name, "%s: dtype must be a string, got %s" % (label, json.dumps(dtype))))
+            continue
+        if not isinstance(shape, list) or not all(_is_int(dim) and dim >= 0 for dim in shape):
+            problems.append((name, "%s: shape must be a list of non-negative integers, got %s" % (label, json.dumps(shape))))
+            continue
+        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(offset) for offset in offsets)
+                or offsets[0] < 0 or offsets[1] < offsets[0]):
+            problems.append((name, "%s: data_offsets must be [begin, end] with 0 <= begin <= end, got %s"
+                             % (label, json.dumps(offsets))))
+            continue
+        begin, end = offsets
+        bits = DTYPE_BITS.get(dtype)
+        if bits is None:
+            report["warnings"].append("%s: unknown dtype %s, its size was not checked" % (label, json.dumps(dtype)))
+        else:
+            elements = 1
+            for dim in shape:
+                elements *= dim
+            needed_bits = elements * bits
+            if needed_bits % 8:
+                problems.append((name, "%s: %s %s is %d bits, not a whole number of bytes" % (label, dtype, shape, needed_bits)))
+            elif end - begin != needed_bits // 8:
+                problems.append((name, "%s: data_offsets [%d, %d] hold %d bytes but %s x %s needs %d"
+                                 % (label, begin, end, end - begin, dtype, shape, needed_bits // 8)))
+        spans.append((begin, end, name))
+        report["tensor_bytes"] += end - begin
+    report["tensors"] = tensors
+    data_size = size - data_start
+    if spans:
+        last = max(spans, key=lambda span: (span[1], span[0]))
+        if last[1] > data_size:
+            report["truncated"] = {
+                "size": size,
+                "needed": max(data_start + last[1], expected_size or 0),
+                "reason": "tensor %s ends at byte %d but the file has %d (%d bytes missing)"
+                          % (json.dumps(last[2]), data_start + last[1], size, data_start + last[1] - size),
+            }
+            return report
+    # The safetensors library insists that the tensors tile the data area exactly.
+    cursor = 0
+    previous = None
+    for begin, end, name in sorted(spans):
+        if begin > cursor:
+            problems.append((name, "%d unused bytes before tensor %s (data_offsets are not contiguous)"
+                             % (begin - cursor, json.dumps(name))))
+        elif begin < cursor:
+            problems.append((name, "tensor %s overlaps tensor %s" % (json.dumps(name), json.dumps(previous))))
+        if end >= cursor:
+            cursor = end
+            previous = name
+    if cursor < data_size:
+        problems.append((None, "%d bytes after the end of the last tensor" % (data_size - cursor)))
+    return report
+
+
+# --------------------------------------------------------------------------
+# Hashing and the digest cache
+# --------------------------------------------------------------------------
+
+def stat_key(st):
+    """What a cached digest is keyed on, besides the real path."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def sha256_of_handle(handle, chunk_size=CHUNK_SIZE):
+    """sha256 hex digest of an open (unbuffered) file from its start."""
+    handle.seek(0)
+    digest = hashlib.sha256()
+    buf = bytearray(chunk_size)
+    view = memoryview(buf)
+    total = 0
+    while True:
+        count = handle.readinto(buf)
+        if not count:
+            break
+        digest.update(view[:count])
+        total += count
+    return digest.hexdigest(), total
+
+
+def sha256_file(path, chunk_size=CHUNK_SIZE):
+    """sha256 hex digest of the file at ``path``."""
+    with open(path, "rb", buffering=0) as handle:
+        return sha256_of_handle(handle, chunk_size)[0]
+
+
+def load_cache(cache_path):
+    """``(entries, warning)``: real path -> entry dict; an unusable cache is ignored with a warning."""
+    if not cache_path or not os.path.exists(cache_path):
+        return {}, None
+    try:
+        with open(cache_path, "rb") as handle:
+            data = json.loads(handle.read().decode("utf-8"))
+    except (IOError, OSError, ValueError) as exc:
+        return {}, "%s: digest cache ignored (cannot read it: %s); it will be rewritten" % (cache_path, exc)
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("files"), dict):
+        return {}, "%s: digest cache ignored (not a version %d cache); it will be rewritten" % (cache_path, CACHE_VERSION)
+    entries = {}
+    for path, entry in data["files"].items():
+        if (isinstance(entry, dict) and isinstance(entry.get("key"), list) and len(entry["key"]) == 5
+                and all(_is_int(part) for part in entry["key"])
+                and isinstance(entry.get("sha256"), str) and SHA256_HEX.match(entry["sha256"])):
+            entries[path] = {"key": entry["key"], "sha256": entry["sha256"].lower()}
+    return entries, None
+
+
+def write_cache(cache_path, entries):
+    """Atomically replace ``cache_path``; returns a warning string on failure, else None."""
+    directory = os.path.dirname(os.path.abspath(cache_path))
+    data = {"version": CACHE_VERSION, "algorithm": "sha256",
+            "comment": "gauntlet.vllm.model_verify digest cache: real path -> [size, mtime_ns, ctime_ns, inode, device] and sha256",
+            "files": dict((path, entries[path]) for path in sorted(entries))}
+    tmp_path = None
+    try:
+        fd, tmp_path = tempfile.mkstemp(prefix=".gauntlet-verify-cache.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+        os.chmod(tmp_path, 0o644)  # mkstemp makes it 0600; the digests are no secret, other readers may use them
+        os.replace(tmp_path, cache_path)
+        tmp_path = None
+    except (IOError, OSError) as exc:
+        return "%s: could not write the digest cache: %s" % (cache_path, exc)
+    finally:
+        if tmp_path is not None and os.path.exists(tmp_path):
+            os.unlink(tmp_path)
+    return None
+
+
+# --------------------------------------------------------------------------
+# One file
+# --------------------------------------------------------------------------
+
+def _inspect_file(task, hash_mode, chunk_size):
+    """Check one file (run in a worker thread); returns a report dict.
+
+    ``task``: name, path, real, is_shard, wanted (tensor names or None),
+    expected ({size, sha256} or None), cached (cache entry or None).
+    """
+    expected = task["expected"] or {"size": None, "sha256": None}
+    report = {"name": task["name"], "real": task["real"], "size": None, "size_mismatch": None,
+              "check": None, "digest": None, "hashed": False, "from_cache": False, "bytes_hashed": 0,
+              "cache_entry": None, "warnings": [], "error": None}
+    try:
+        with open(task["path"], "rb", buffering=0) as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                report["error"] = "not a regular file"
+                return report
+            size = st.st_size
+            report["size"] = size
+            if expected["size"] is not None and expected["size"] != size:
+                report["size_mismatch"] = {"file": task["name"], "expected": expected["size"], "actual": size}
+            if task["is_shard"]:
+                report["check"] = check_safetensors(handle, size, expected["size"])
+            want_hash = hash_mode == "true" or (hash_mode == "auto" and expected["sha256"] is not None)
+            # A file of the wrong size cannot have the right digest: it is not read again.
+            if not want_hash or report["size_mismatch"]:
+                return report
+            key = stat_key(st)
+            cached = task["cached"]
+            if cached is not None and cached["key"] == key:
+                report["digest"] = cached["sha256"]
+                report["from_cache"] = True
+                report["cache_entry"] = cached
+                return report
+            if hasattr(os, "posix_fadvise"):
+                try:
+                    os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+                except OSError:
+                    pass
+            started_ns = time.time_ns()
+            digest, count = sha256_of_handle(handle, chunk_size)
+            after = stat_key(os.fstat(handle.fileno()))
+            report["digest"] = digest
+            report["hashed"] = True
+            report["bytes_hashed"] = count
+            if after != key or count != size:
+                report["warnings"].append("%s: the file changed while it was being hashed; its digest is not cached" % task["name"])
+            elif st.st_mtime_ns < started_ns - RACY_WINDOW_NS:
+                report["cache_entry"] = {"key": key, "sha256": digest}
+    except (IOError, OSError) as exc:
+        report["error"] = "cannot read: %s" % (exc.strerror or exc)
+    return report
+
+
+# --------------------------------------------------------------------------
+# The whole checkpoint
+# --------------------------------------------------------------------------
+
+def _allowed_roots(root_real):
+    roots = [root_real]
+    parent = os.path.dirname(root_real)
+    if os.path.basename(parent) == "snapshots":
+        # Hugging Face cache layout: <repo>/snapshots/<revision>/<file> -> ../../blobs/<hash>
+        roots.append(os.path.join(os.path.dirname(parent), "blobs"))
+    return roots
+
+
+def _within(path, roots):
+    for root in roots:
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto", workers=None,
+                      cache=True, cache_path=None, write_cache_file=True, ignore_files=None,
+                      follow_external_symlinks=False, chunk_size=CHUNK_SIZE):
+    """Verify the checkpoint in directory ``path``; return the result dict (see the module's RETURN).
+
+    :kwarg index_file: index file name relative to ``path``; by default
+        ``model.safetensors.index.json``, falling back to a single
+        ``model.safetensors`` when there is no index.
+    :kwarg write_cache_file: False in check mode: the cache is read, never written.
+    :raises CheckpointError: on bad input (path, index, options).
+    """
+    started = time.monotonic()
+    if path is None or path == "":
+        raise CheckpointError("path: no model directory given")
+    root = os.path.abspath(os.path.expanduser(str(path)))
+    if not os.path.exists(root):
+        raise CheckpointError("%s: no such directory" % root)
+    if not os.path.isdir(root):
+        raise CheckpointError("%s: not a directory (give the model directory)" % root)
+    hash_mode = normalize_checksum_mode(checksum)
+    expected_meta = parse_expected_files(expected_files)
+    if workers is None:
+        workers = default_workers()
+    if not _is_int(workers) or workers < 1:
+        raise CheckpointError("workers: must be a positive integer, got %r" % (workers,))
+    ignore_files = list(ignore_files or [])
+    warnings = []
+
+    # --- the index ------------------------------------------------------
+    total_size = None
+    if index_file:
+        index_path = os.path.join(root, index_file)
+        if not os.path.isfile(index_path):
+            raise CheckpointError("%s: index file not found" % index_path)
+    else:
+        index_path = os.path.join(root, INDEX_FILE_NAME)
+        if not os.path.isfile(index_path):
+            index_path = None
+    if index_path is not None:
+        weight_map, total_size = load_weight_map(index_path)
+    else:
+        if not os.path.isfile(os.path.join(root, SINGLE_FILE_NAME)):
+            raise CheckpointError("%s: neither %s nor %s found" % (root, INDEX_FILE_NAME, SINGLE_FILE_NAME))
+        weight_map = {}
+    tensors_by_shard = {}
+    for tensor, shard in weight_map.items():
+        tensors_by_shard.setdefault(shard, []).append(tensor)
+    expected_names = sorted(tensors_by_shard) if index_path is not None else [SINGLE_FILE_NAME]
+    index_base = os.path.basename(index_path) if index_path else None
+
+    root_real = os.path.realpath(root)
+    roots = _allowed_roots(root_real)
+
+    # (Not "path": AnsibleModule would add that path's owner, mode and size to the result.)
+    result = {
+        "ok": True, "directory": root, "index": index_path, "expected": expected_names, "present": [], "missing": [],
+        "misnamed": [], "numbering": check_numbering(expected_names), "unsafe": [], "unexpected": [],
+        "truncated": [], "corrupt": [], "tensors_missing": [], "size_mismatch": [], "checksum_mismatch": [],
+        "sha256": {}, "hashed": [], "from_cache": [], "bytes_total": 0, "bytes_hashed": 0,
+        "checksum": hash_mode, "cache_path": None, "cache_written": False, "errors": [], "elapsed_s": 0.0,
+    }
+
+    def classify(name):
+        """``(state, detail)``: ('ok', (path, real)), ('missing', reason) or ('unsafe', reason)."""
+        reason = unsafe_name_reason(name)
+        if reason:
+            return "unsafe", reason
+        full = os.path.join(root, name)
+        if not os.path.lexists(full):
+            return "missing", None
+        real = os.path.realpath(full)
+        if not follow_external_symlinks and not _within(real, roots):
+            return "unsafe", "resolves outside the model directory (to %s)" % real
+        try:
+            st = os.stat(full)
+        except OSError:
+            return "missing", "dangling symlink to %s" % real
+        if not stat.S_ISREG(st.st_mode):
+            return "unsafe", "not a regular file"
+        return "ok", (full, real)
+
+    # --- which files are where ------------------------------------------
+    tasks = []
+    missing = []
+    for name in expected_names:
+        state, detail = classify(name)
+        if state == "unsafe":
+            result["unsafe"].append({"file": name, "reason": detail})
+        elif state == "missing":
+            missing.append((name, detail))
+        else:
+            result["present"].append(name)
+            tasks.append({"name": name, "path": detail[0], "real": detail[1], "is_shard": True,
+                          "wanted": tensors_by_shard.get(name), "expected": expected_meta.get(name)})
+
+    on_disk = []
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError as exc:
+        raise CheckpointError("%s: cannot list directory: %s" % (root, exc))
+    for entry in entries:
+        if entry.lower().endswith(SHARD_SUFFIX) and entry not in tensors_by_shard and entry != index_base \
+                and entry not in expected_names and os.path.isfile(os.path.join(root, entry)):
+            on_disk.append(entry)
+
+    # A missing shard found on disk under another spelling (zero padding, case) is misnamed.
+    by_key = {}
+    for entry in on_disk:
+        by_key.setdefault(shard_key(entry), []).append(entry)
+    claimed = set()
+    missing_detail = {}
+    for name, detail in missing:
+        candidates = [entry for entry in by_key.get(shard_key(name), []) if entry not in claimed]
+        if len(candidates) == 1:
+            found = candidates[0]
+            state, found_detail = classify(found)
+            if state == "ok":
+                claimed.add(found)
+                result["misnamed"].append({"expected": name, "found": found})
+                tasks.append({"name": found, "path": found_detail[0], "real": found_detail[1], "is_shard": True,
+                              "wanted": tensors_by_shard.get(name),
+                              "expected": expected_meta.get(found) or expected_meta.get(name)})
+                continue
+        result["missing"].append(name)
+        if detail:
+            missing_detail[name] = detail
+
+    # Files the expected metadata knows of besides the shards are checked when present.
+    seen = set(task["name"] for task in tasks) | set(expected_names)
+    for name in sorted(expected_meta):
+        if name in seen:
+            continue
+        seen.add(name)
+        state, detail = classify(name)
+        if state == "unsafe":
+            result["unsafe"].append({"file": name, "reason": "expected_files entry: %s" % detail})
+        elif state == "ok":
+            tasks.append({"name": name, "path": detail[0], "real": detail[1], "is_shard": name.lower().endswith(SHARD_SUFFIX),
+                          "wanted": None, "expected": expected_meta[name]})
+
+    for entry in on_disk:
+        if entry in claimed or entry in seen or any(fnmatch.fnmatch(entry, pattern) for pattern in ignore_files):
+            continue
+        result["unexpected"].append(entry)
+
+    # --- cache ----------------------------------------------------------
+    cache_entries = {}
+    use_cache = bool(cache) and hash_mode != "false"
+    if use_cache:
+        cache_path = os.path.abspath(os.path.expanduser(str(cache_path))) if cache_path else os.path.join(root, CACHE_FILE_NAME)
+        result["cache_path"] = cache_path
+        cache_entries, warning = load_cache(cache_path)
+        if warning:
+            warnings.append(warning)
+    for task in tasks:
+        task["cached"] = cache_entries.get(task["real"]) if use_cache else None
+
+    # --- inspect every file -----------------------------------------------
+    if tasks:
+        with ThreadPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+            reports = list(pool.map(lambda task: _inspect_file(task, hash_mode, chunk_size), tasks))
+    else:
+        reports = []
+
+    tensor_bytes = 0
+    all_headers_read = True
+    new_entries = {}
+    for task, report in sorted(zip(tasks, reports), key=lambda pair: pair[0]["name"]):
+        name = task["name"]
+        warnings.extend(report["warnings"])
+        if report["error"]:
+            result["corrupt"].append({"file": name, "tensor": None, "reason": report["error"],
+                                      "problems": [report["error"]], "count": 1})
+            all_headers_read = False
+            continue
+        if task["is_shard"]:
+            result["bytes_total"] += report["size"]
+        if report["size_mismatch"]:
+            result["size_mismatch"].append(report["size_mismatch"])
+        check = report["check"]
+        if check is not None:
+            warnings.extend("%s: %s" % (name, warning) for warning in check["warnings"])
+            tensor_bytes += check["tensor_bytes"]
+            if check["truncated"]:
+                entry = {"file": name}
+                entry.update(check["truncated"])
+                result["truncated"].append(entry)
+            if check["corrupt"]:
+                result["corrupt"].append({
+                    "file": name,
+                    "tensor": next((tensor for tensor, message in check["corrupt"] if tensor is not None), None),
+                    "reason": check["corrupt"][0][1],
+                    "problems": [message for tensor, message in check["corrupt"][:LIST_CAP]],
+                    "count": len(check["corrupt"]),
+                })
+            if check["tensors"] is None:
+                all_headers_read = False
+            elif task["wanted"]:
+                absent = sorted(set(task["wanted"]) - check["tensors"])
+                if absent:
+                    result["tensors_missing"].append({"file": name, "tensors": absent[:LIST_CAP], "count": len(absent)})
+        if report["digest"] is not None:
+            result["sha256"][name] = report["digest"]
+            if report["hashed"]:
+                result["hashed"].append(name)
+                result["bytes_hashed"] += report["bytes_hashed"]
+            if report["from_cache"]:
+                result["from_cache"].append(name)
+            if report["cache_entry"] is not None:
+                new_entries[task["real"]] = report["cache_entry"]
+            want = (task["expected"] or {}).get("sha256")
+            if want is not None and want != report["digest"]:
+                result["checksum_mismatch"].append({"file": name, "expected": want, "actual": report["digest"]})
+
+    if (index_path is not None and total_size is not None and all_headers_read and not result["missing"]
+            and not result["unsafe"] and not result["truncated"] and tensor_bytes != total_size):
+        warnings.append("%s: metadata.total_size is %d but the shards hold %d bytes of tensors"
+                        % (index_path, total_size, tensor_bytes))
+
+    # --- write the cache back ---------------------------------------------
+    if use_cache:
+        merged = dict(cache_entries)
+        prefix = root_real.rstrip(os.sep) + os.sep
+        for real in list(merged):
+            if real.startswith(prefix) and not os.path.exists(real):
+                del merged[real]
+        for task, report in zip(tasks, reports):
+            if report["hashed"] and report["cache_entry"] is None:
+                merged.pop(task["real"], None)
+        merged.update(new_entries)
+        if merged != cache_entries and write_cache_file:
+            warning = write_cache(cache_path, merged)
+            if warning:
+                warnings.append(warning)
+            else:
+                result["cache_written"] = True
+
+    # --- verdict ----------------------------------------------------------
+    errors = result["errors"]
+    for name in result["missing"]:
+        errors.append("%s: missing%s" % (name, " (%s)" % missing_detail[name] if name in missing_detail else ""))
+    for entry in result["misnamed"]:
+        errors.append("%s: missing, but %s is on disk: the same shard spelt differently (zero padding or case)"
+                      % (entry["expected"], entry["found"]))
+    errors.extend(result["numbering"])
+    for entry in result["unsafe"]:
+        errors.append("%s: unsafe, not opened: %s" % (entry["file"], entry["reason"]))
+    for entry in result["truncated"]:
+        errors.append("%s: truncated: %s" % (entry["file"], entry["reason"]))
+    for entry in result["corrupt"]:
+        shown = entry["problems"][:3]
+        more = entry["count"] - len(shown)
+        errors.append("%s: corrupt: %s%s" % (entry["file"], "; ".join(shown), " (and %d more problems)" % more if more else ""))
+    for entry in result["tensors_missing"]:
+        errors.append("%s: %d tensor%s the index assigns to it %s not in its header: %s"
+                      % (entry["file"], entry["count"], _plural(entry["count"]), "is" if entry["count"] == 1 else "are",
+                         _capped_names(entry["tensors"], entry["count"])))
+    for entry in result["size_mismatch"]:
+        errors.append("%s: size %d bytes, expected %d" % (entry["file"], entry["actual"], entry["expected"]))
+    for entry in result["checksum_mismatch"]:
+        errors.append("%s: sha256 %s does not match the expected %s" % (entry["file"], entry["actual"], entry["expected"]))
+    for name in result["unexpected"]:
+        errors.append("%s: unexpected shard on disk, not named by the index (stale download?)" % name)
+    result["ok"] = not errors
+    result["warnings"] = warnings
+    result["elapsed_s"] = round(time.monotonic() - started, 3)
+    return result
+
+
+def failure_message(result):
+    """The failure message: the directory, then each problem naming its file."""
+    errors = result["errors"]
+    shown = errors[:MESSAGE_CAP]
+    text = "%s: checkpoint verification failed, %d problem%s: %s" % (
+        result["directory"], len(errors), _plural(len(errors)), "; ".join(shown))
+    if len(errors) > len(shown):
+        text += "; and %d more (see errors)" % (len(errors) - len(shown))
+    return text
+
+
+# --------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------
+
+def _type_name(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return type(value).__name__
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _plural(count):
+    return "" if count == 1 else "s"
+
+
+def _capped_names(names, count=None):
+    count = len(names) if count is None else count
+    shown = list(names)[:LIST_CAP]
+    text = ", ".join(shown)
+    if count > len(shown):
+        text += " and %d more" % (count - len(shown))
+    return text
+
+
+def _capped_numbers(numbers):
+    shown = [str(number) for number in numbers[:LIST_CAP]]
+    text = ", ".join(shown)
+    if len(numbers) > len(shown):
+        text += " and %d more" % (len(numbers) - len(shown))
+    return text
