@@ -34,7 +34,7 @@ PLAYBOOK = """
         model_fetch_python: {python}
         model_fetch_token: {token}
         model_fetch_workers: 2
-"""
+{extra}"""
 
 
 def rig_models():
@@ -53,10 +53,12 @@ def repo_files(name):
     return files
 
 
-def run_role(tmp_path, hub, repo, dest, token="''"):
+def run_role(tmp_path, hub, repo, dest, token="''", **extra):
     python = os.path.join(os.environ.get("GAUNTLET_RIG_DIR", ""), "builder-venv", "bin", "python")
     playbook = tmp_path / "fetch.yml"
-    playbook.write_text(PLAYBOOK.format(repo=repo, endpoint=hub.endpoint, dest=dest, python=python, token=token))
+    extra_vars = "".join("        model_fetch_%s: %s\n" % (key, json.dumps(value)) for key, value in extra.items())
+    playbook.write_text(PLAYBOOK.format(repo=repo, endpoint=hub.endpoint if hub else "''", dest=dest, python=python,
+                                        token=token, extra=extra_vars))
     return subprocess.run([shutil.which("ansible-playbook"), str(playbook)], capture_output=True, text=True, cwd=ROOT,
                           check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
 
@@ -138,3 +140,35 @@ def test_token_reaches_the_hub_and_never_the_output(tmp_path):
         assert granted.returncode == 0, granted.stdout[-4000:]
     assert "hf_fetch_secret" not in granted.stdout + granted.stderr + denied.stdout + denied.stderr
     assert (tmp_path / "granted" / "config.json").read_bytes() == files["config.json"]
+
+
+def test_hf_cache_layout_verifies_through_the_snapshot_symlinks(tmp_path):
+    files = repo_files("tiny-llama")
+    cache = tmp_path / "hf-cache"
+    with FakeHub({"gauntlet/tiny-llama": files}) as hub:
+        result = run_role(tmp_path, hub, "gauntlet/tiny-llama", cache, layout="hf_cache")
+        commit = hub.repos["gauntlet/tiny-llama"].sha
+    assert result.returncode == 0, result.stdout[-4000:]
+    snapshot = cache / "models--gauntlet--tiny-llama" / "snapshots" / commit
+    assert (snapshot / "model-00002-of-00003.safetensors").is_symlink()
+    assert (snapshot / "model-00002-of-00003.safetensors").read_bytes() == files["model-00002-of-00003.safetensors"]
+    assert "model_verify" in result.stdout or "Verify the checkpoint" in result.stdout
+
+
+def test_air_gapped_copy_from_the_controller_is_verified_and_idempotent(tmp_path):
+    source = os.path.join(rig_models(), "tiny-llama")
+    dest = tmp_path / "copied"
+    first = run_role(tmp_path, None, "gauntlet/tiny-llama", dest, source_dir=source)
+    assert first.returncode == 0, first.stdout[-4000:]
+    second = run_role(tmp_path, None, "gauntlet/tiny-llama", dest, source_dir=source)
+    assert second.returncode == 0, second.stdout[-4000:]
+    assert recap(second)["changed"] == "0"
+    assert (dest / "model-00003-of-00003.safetensors").read_bytes() == \
+        open(os.path.join(source, "model-00003-of-00003.safetensors"), "rb").read()
+    # A shard cut short on the host is caught on the next run, and nothing is deleted.
+    shard = dest / "model-00002-of-00003.safetensors"
+    shard.write_bytes(shard.read_bytes()[:1000])
+    broken = run_role(tmp_path, None, "gauntlet/tiny-llama", dest, source_dir=source)
+    assert broken.returncode != 0
+    assert "model-00002-of-00003.safetensors" in broken.stdout
+    assert shard.exists()
