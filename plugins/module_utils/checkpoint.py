@@ -55,6 +55,8 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import json_type_name, read_json_object
+
 
 INDEX_FILE_NAME = "model.safetensors.index.json"
 SINGLE_FILE_NAME = "model.safetensors"
@@ -149,14 +151,14 @@ def parse_expected_files(expected_files):
         return {}
     if not isinstance(expected_files, dict):
         raise CheckpointError("expected_files: must be a dict of file name -> {size, sha256}, got %s"
-                              % _type_name(expected_files))
+                              % json_type_name(expected_files))
     parsed = {}
     for name, entry in expected_files.items():
         where = "expected_files[%s]" % json.dumps(str(name))
         if not isinstance(name, str) or not name:
             raise CheckpointError("%s: file names must be non-empty strings" % where)
         if not isinstance(entry, dict):
-            raise CheckpointError("%s: must be a dict with size and/or sha256, got %s" % (where, _type_name(entry)))
+            raise CheckpointError("%s: must be a dict with size and/or sha256, got %s" % (where, json_type_name(entry)))
         unknown = sorted(set(entry) - set(("size", "sha256")))
         if unknown:
             raise CheckpointError("%s: unknown key(s) %s (allowed: size, sha256)" % (where, ", ".join(unknown)))
@@ -180,30 +182,18 @@ def parse_expected_files(expected_files):
 
 def load_weight_map(index_path):
     """Read a ``*.safetensors.index.json``; return its ``weight_map`` (tensor -> file)."""
-    try:
-        with open(index_path, "rb") as handle:
-            raw = handle.read()
-    except (IOError, OSError) as exc:
-        raise CheckpointError("%s: cannot read file: %s" % (index_path, exc))
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise CheckpointError("%s: not UTF-8 text: %s" % (index_path, exc))
-    except ValueError as exc:
-        raise CheckpointError("%s: invalid JSON: %s" % (index_path, exc))
-    if not isinstance(data, dict):
-        raise CheckpointError("%s: expected a JSON object at the top level, got %s" % (index_path, _type_name(data)))
+    data = read_json_object(index_path, error=CheckpointError)
     if "weight_map" not in data:
         raise CheckpointError("%s: missing required field 'weight_map'" % index_path)
     weight_map = data["weight_map"]
     if not isinstance(weight_map, dict):
-        raise CheckpointError("%s: field 'weight_map' must be an object, got %s" % (index_path, _type_name(weight_map)))
+        raise CheckpointError("%s: field 'weight_map' must be an object, got %s" % (index_path, json_type_name(weight_map)))
     if not weight_map:
         raise CheckpointError("%s: field 'weight_map' is empty" % index_path)
     for tensor, shard in weight_map.items():
         if not isinstance(shard, str):
             raise CheckpointError("%s: field 'weight_map[%s]' must be a file name (string), got %s (%s)"
-                                  % (index_path, json.dumps(tensor), json.dumps(shard), _type_name(shard)))
+                                  % (index_path, json.dumps(tensor), json.dumps(shard), json_type_name(shard)))
     total_size = None
     metadata = data.get("metadata")
     if isinstance(metadata, dict) and _is_int(metadata.get("total_size")):
@@ -335,7 +325,7 @@ def read_safetensors_header(handle, size, expected_size=None):
     except ValueError as exc:
         raise _HeaderProblem("corrupt", "header is not valid JSON: %s" % exc)
     if not isinstance(header, dict):
-        raise _HeaderProblem("corrupt", "header is a JSON %s, not an object" % _type_name(header))
+        raise _HeaderProblem("corrupt", "header is a JSON %s, not an object" % json_type_name(header))
     return header, 8 + length
 
 
@@ -366,7 +356,7 @@ def check_safetensors(handle, size, expected_size=None):
         tensors.add(name)
         label = "tensor %s" % json.dumps(name)
         if not isinstance(info, dict):
-            problems.append((name, "%s: entry is a %s, not an object" % (label, _type_name(info))))
+            problems.append((name, "%s: entry is a %s, not an object" % (label, json_type_name(info))))
             continue
         dtype = info.get("dtype")
         shape = info.get("shape")
@@ -861,18 +851,6 @@ def failure_message(result):
 # --------------------------------------------------------------------------
 # Small helpers
 # --------------------------------------------------------------------------
-
-def _type_name(value):
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return type(value).__name__
-
 
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)

@@ -142,22 +142,22 @@ def find_hf_quant_path(config_path):
     return None
 
 
-def read_json_object(path):
-    """Load ``path`` as JSON and insist on a top-level object."""
+def read_json_object(path, error=ModelConfigError):
+    """Load ``path`` as JSON and insist on a top-level object; problems raise ``error``."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
     except (IOError, OSError) as exc:
-        raise ModelConfigError("%s: cannot read file: %s" % (path, exc))
+        raise error("%s: cannot read file: %s" % (path, exc))
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise ModelConfigError("%s: not UTF-8 text: %s" % (path, exc))
+        raise error("%s: not UTF-8 text: %s" % (path, exc))
     except ValueError as exc:
-        raise ModelConfigError("%s: invalid JSON: %s" % (path, exc))
+        raise error("%s: invalid JSON: %s" % (path, exc))
     if not isinstance(data, dict):
-        raise ModelConfigError(
-            "%s: expected a JSON object at the top level, got %s" % (path, _type_name(data)))
+        raise error(
+            "%s: expected a JSON object at the top level, got %s" % (path, json_type_name(data)))
     return data
 
 
@@ -188,7 +188,8 @@ def load_model_config(path, hf_quant_path=None, discover_hf_quant=True):
 # Field helpers
 # --------------------------------------------------------------------------
 
-def _type_name(value):
+def json_type_name(value):
+    """The JSON name of a value's type, for messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -235,7 +236,7 @@ class _Reader(object):
 
     def bad(self, key, value, expected):
         self.fail("field %s must be %s, got %s (%s)"
-                  % (self.name(key), expected, json.dumps(value), _type_name(value)))
+                  % (self.name(key), expected, json.dumps(value), json_type_name(value)))
 
     def get_int(self, key, required=False, minimum=1, default=None):
         value = self.data.get(key)
@@ -313,10 +314,10 @@ def normalize_model_config(config, hf_quant=None, config_path=CONFIG_FILE_NAME, 
     """
     if not isinstance(config, dict):
         raise ModelConfigError("%s: expected a JSON object at the top level, got %s"
-                               % (config_path, _type_name(config)))
+                               % (config_path, json_type_name(config)))
     if hf_quant is not None and not isinstance(hf_quant, dict):
         raise ModelConfigError("%s: expected a JSON object at the top level, got %s"
-                               % (hf_quant_path or HF_QUANT_FILE_NAME, _type_name(hf_quant)))
+                               % (hf_quant_path or HF_QUANT_FILE_NAME, json_type_name(hf_quant)))
 
     top = _Reader(config, config_path)
     text_config = top.get_obj("text_config")
