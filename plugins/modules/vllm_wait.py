@@ -1,0 +1,192 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: vllm_wait
+short_description: Wait until a vLLM unit answers a real completion, showing its load phase while it waits
+version_added: 0.1.0
+description:
+  - Waits until the vLLM server of a systemd unit answers a real completion with generated tokens. C(/health) answers
+    as soon as the API server is up, which is not the same as a model that generates, so it is only a cheap first
+    check before each completion attempt.
+  - Runs on the controller (an action plugin) and looks at the target every O(poll_interval) seconds, over the normal
+    connection, so the server's port need not be reachable from the controller. While it waits it prints the elapsed
+    time, the unit's state and the load phase read from the journal (for example
+    C(loading weights (shards 29/64, 45%))) every O(progress_interval) seconds and whenever the phase changes.
+  - Fails at once, with the unit's state and the last O(journal_lines) journal lines, when the unit fails, when the
+    server exits and systemd restarts it, or when the unit stops with nothing starting it. Fails the same way when
+    O(timeout) passes.
+  - Returns the time from the server's start to the first working completion (RV(time_to_ready_s)) and that
+    completion's latency (RV(first_completion_latency_s)).
+author:
+  - gauntlet.vllm contributors (@gauntlet)
+options:
+  unit:
+    description: The systemd unit running the server, for example C(vllm-kimi-k25-int4.service).
+    type: str
+    required: true
+  base_url:
+    description: Where the server answers, seen from the target.
+    type: str
+    default: http://127.0.0.1:8000
+  model:
+    description: The served model name to ask for (C(--served-model-name)).
+    type: str
+    required: true
+  api:
+    description: Ask through C(/v1/completions) or C(/v1/chat/completions) (which also exercises the chat template).
+    type: str
+    choices: [completions, chat]
+    default: completions
+  api_key:
+    description: The server's API key (C(VLLM_API_KEY)), sent as a bearer token. Never logged or returned.
+    type: str
+  prompt:
+    description: Prompt of the readiness completion.
+    type: str
+    default: The capital of France is
+  max_tokens:
+    description: Tokens to generate.
+    type: int
+    default: 8
+  timeout:
+    description:
+      - Seconds to wait in all. When unset it is O(timeout_base) plus O(timeout_per_gib) seconds for every GiB of
+        O(checkpoint_bytes), so a 550 GB checkpoint gets about 75 minutes and a tiny one 10.
+    type: int
+  checkpoint_bytes:
+    description: Size of the checkpoint the server loads, to scale the timeout.
+    type: int
+    default: 0
+  timeout_base:
+    description: Seconds allowed beyond loading the weights (engine start, compilation, CUDA graphs).
+    type: int
+    default: 600
+  timeout_per_gib:
+    description: Seconds allowed per GiB of checkpoint (about twice the 4 s/GiB measured loading Kimi-K2.5 from local NVMe).
+    type: float
+    default: 8.0
+  poll_interval:
+    description: Seconds between looks at the target.
+    type: int
+    default: 5
+  progress_interval:
+    description: At most this many seconds between progress lines on the controller (a change of phase prints at once).
+    type: int
+    default: 30
+  request_timeout:
+    description: Seconds one HTTP request may take.
+    type: int
+    default: 60
+  journal_lines:
+    description: Journal lines shown when the wait fails.
+    type: int
+    default: 40
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: It only reads; in check mode it still waits, since nothing is changed either way.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+notes:
+  - The role M(gauntlet.vllm.vllm_service) starts units without blocking (a unit stays C(activating) until its own
+    readiness probe passes, which can take most of an hour) and then calls this module.
+  - Needs C(systemctl) and C(journalctl) on the target.
+seealso:
+  - module: gauntlet.vllm.vllm_service_info
+"""
+
+EXAMPLES = r"""
+- name: Wait for Kimi-K2.5 (547 GB) to answer
+  gauntlet.vllm.vllm_wait:
+    unit: vllm-kimi-k25-int4.service
+    model: kimi-k2.5
+    base_url: http://127.0.0.1:8000
+    api_key: "{{ vault_vllm_api_key }}"
+    checkpoint_bytes: 587000000000
+  register: kimi_ready
+
+- name: Show how long it took
+  ansible.builtin.debug:
+    msg: "ready after {{ kimi_ready.time_to_ready_s }} s, first completion {{ kimi_ready.first_completion_latency_s }} s"
+"""
+
+RETURN = r"""
+ready:
+  description: Whether a completion succeeded.
+  returned: always
+  type: bool
+time_to_ready_s:
+  description: Seconds from the server's main process start to the first working completion.
+  returned: success
+  type: float
+  sample: 2161.4
+first_completion_latency_s:
+  description: Latency of that first completion, in seconds.
+  returned: success
+  type: float
+  sample: 0.84
+waited_s:
+  description: Seconds this task waited.
+  returned: always
+  type: float
+timeout_s:
+  description: The limit the task waited under.
+  returned: always
+  type: int
+phase:
+  description: The last load phase read from the journal.
+  returned: always
+  type: str
+  sample: API server up
+phases:
+  description: Each phase seen, with the seconds into the wait when it was first seen.
+  returned: always
+  type: list
+  elements: dict
+completion:
+  description: The first working completion (text, token counts, latency).
+  returned: success
+  type: dict
+unit_state:
+  description: The unit's last state (ActiveState, SubState, Result, NRestarts, MainPID).
+  returned: always
+  type: dict
+journal_tail:
+  description: The unit's last journal lines (on failure).
+  returned: failure
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_probe import ARGUMENT_SPEC, probe
+
+
+def main():
+    # The action plugin runs this once per look at the target; the loop and the verdict live there.
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module.exit_json(changed=False, **probe(module, module.params))
+
+
+if __name__ == "__main__":
+    main()
