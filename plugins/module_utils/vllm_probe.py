@@ -53,6 +53,7 @@ UNIT_PROPERTIES = (
     "ExecMainStartTimestampMonotonic",
     "ActiveEnterTimestampMonotonic",
     "ExecMainStatus",
+    "ExecMainCode",
 )
 
 # Lines of the current run read to work out the load phase.
@@ -94,6 +95,8 @@ def unit_state(module, unit):
         "main_started_monotonic": int(start_us) / 1e6 if start_us.isdigit() else 0.0,
         "active_entered_monotonic": int(active_us) / 1e6 if active_us.isdigit() else 0.0,
         "exec_main_status": int(props.get("ExecMainStatus") or 0),
+        # 0 while the main process runs; CLD_EXITED (1), CLD_KILLED (2) or CLD_DUMPED (3) once it has ended.
+        "exec_main_code": int(props.get("ExecMainCode") or 0),
     }
 
 
@@ -207,9 +210,74 @@ def verdict(look, initial_restarts):
         return "ready", None
     if state["active_state"] == "failed":
         return "failed", "the unit failed (result %s, exit status %s)" % (state["result"], state["exec_main_status"])
+    if state["active_state"] == "activating" and state.get("exec_main_code") and state["sub_state"] != "auto-restart":
+        return "failed", "the server exited while the unit was starting (exit status %s)" % state["exec_main_status"]
     if state["sub_state"] == "auto-restart" or state["n_restarts"] > initial_restarts:
         return "failed", "the server exited and systemd is restarting it (restart %d, result %s, exit status %s)" % (
             state["n_restarts"], state["result"], state["exec_main_status"])
     if state["active_state"] in ("inactive", "deactivating") and not state["job_pending"]:
         return "failed", "the unit is %s and nothing is starting it" % state["active_state"]
     return "waiting", None
+
+
+def _clock(seconds):
+    seconds = int(seconds)
+    return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
+
+
+def wait_until_ready(look_once, params, progress, sleep=time.sleep, clock=time.monotonic):
+    """Look at the target until the server answers, fails, or the limit passes; never longer.
+
+    ``look_once()`` returns one ``probe`` result (or a failed module result); ``progress(line)``
+    shows a line on the controller. Returns the task result.
+    """
+    limit = scaled_timeout(params)
+    unit = params["unit"]
+    started = clock()
+    initial_restarts = None
+    phases = []
+    last_print = None
+    while True:
+        look = look_once()
+        if look.get("failed"):
+            look.setdefault("ready", False)
+            return look
+        waited = clock() - started
+        state = look["unit_state"]
+        if initial_restarts is None:
+            # Restarts before this wait (an earlier failed start) are not this start's failure.
+            initial_restarts = state["n_restarts"]
+        phase = look.get("phase")
+        new_phase = bool(phase) and (not phases or phases[-1]["phase"] != phase)
+        if new_phase:
+            phases.append({"phase": phase, "seen_after_s": round(waited, 1)})
+        base = dict(waited_s=round(waited, 1), timeout_s=limit, phase=phase, phases=phases, unit_state=state)
+
+        outcome, why = verdict(look, initial_restarts)
+        if outcome == "ready":
+            completion = look["completion"]
+            # Units without a readiness ExecStartPost: the server's age at this completion.
+            ready_after = look.get("ready_after_s")
+            base.update(changed=False, ready=True, completion=completion,
+                        time_to_ready_s=ready_after if ready_after is not None else look.get("running_s"),
+                        first_completion_latency_s=completion["latency_s"])
+            return base
+        if outcome == "failed" or waited >= limit:
+            if outcome != "failed":
+                why = "not ready after %s (limit %d s; scale it with checkpoint_bytes or set timeout)" % (
+                    _clock(waited), limit)
+            tail = look.get("journal_tail") or []
+            base.update(failed=True, ready=False, journal_tail=tail, msg="%s: %s; state %s/%s, last phase: %s. Last journal lines:\n%s" % (
+                unit, why, state["active_state"], state["sub_state"], phase or "none seen",
+                "\n".join(tail) or "(journal empty)"))
+            return base
+
+        if last_print is None or new_phase or waited - last_print >= params["progress_interval"]:
+            last_print = waited
+            detail = ""
+            if (look.get("health") or {}).get("status") == 200 and look.get("completion"):
+                detail = ", completion not yet: %s" % look["completion"].get("error")
+            progress("%s: %s elapsed of %s, %s/%s, %s%s" % (
+                unit, _clock(waited), _clock(limit), state["active_state"], state["sub_state"],
+                phase or "starting", detail))
+        sleep(min(params["poll_interval"], max(0.0, limit - waited)))

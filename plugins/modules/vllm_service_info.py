@@ -17,7 +17,7 @@ description:
     C(ExecStart) runs C(vllm serve) or C(python -m vllm.entrypoints.openai.api_server), whoever wrote them,
     with their state, GPUs (C(CUDA_VISIBLE_DEVICES) of their Environment), port and model.
   - Given the unit about to start (O(name)), its GPUs (O(devices)) and its O(port), it also lists the units that
-    must be stopped and disabled first (RV(conflicts)): those running or enabled that share a GPU or the port.
+    must be stopped and disabled first (RV(conflicts)), which are those running or enabled that share a GPU or the port.
     A unit without C(CUDA_VISIBLE_DEVICES) sees every GPU, so it conflicts with every other vLLM unit; on a GPU-less
     host that stands for the CPUs and memory two servers would fight over.
   - This module only reads; the role M(gauntlet.vllm.vllm_service) stops what it reports.

@@ -5,8 +5,10 @@
 
 Keeps the unit "activating" until the server answers a real one-token completion, so that
 systemd's TimeoutStartSec bounds the whole load and `systemctl is-active` means "serves".
-Exits 0 once a completion comes back; loops otherwise. systemd kills it when the main
-process dies or TimeoutStartSec passes. The API key comes from VLLM_API_KEY (the unit's
+Exits 0 once a completion comes back, 1 as soon as the main process (--main-pid, systemd's
+$MAINPID) has exited, and loops otherwise. systemd does not stop an ExecStartPost= command when
+the main process dies, so without that check a server that crashed on a bad argument would
+leave the unit "activating" until TimeoutStartSec. The API key comes from VLLM_API_KEY (the unit's
 0600 EnvironmentFile), never from the command line.
 """
 
@@ -43,11 +45,15 @@ def main():
     parser.add_argument("--model", required=True, help="served model name")
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between attempts")
     parser.add_argument("--request-timeout", type=float, default=60.0)
+    parser.add_argument("--main-pid", type=int, default=0, help="the server's pid ($MAINPID); 0 to skip the check")
     args = parser.parse_args()
 
     started = time.monotonic()
     last_reason = None
     while True:
+        if args.main_pid and not os.path.exists("/proc/%d" % args.main_pid):
+            print("vllm-ready: the server (pid %d) exited before it answered" % args.main_pid, file=sys.stderr)
+            return 1
         ok, reason = completion_works(args.url, args.model, args.request_timeout)
         if ok:
             print("vllm-ready: %s answered a completion after %.0f s of probing" % (args.model, time.monotonic() - started))
