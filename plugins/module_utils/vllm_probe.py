@@ -30,7 +30,7 @@ ARGUMENT_SPEC = dict(
     api=dict(type="str", default="completions", choices=["completions", "chat"]),
     api_key=dict(type="str", no_log=True),
     prompt=dict(type="str", default="The capital of France is"),
-    max_tokens=dict(type="int", default=8),
+    max_tokens=dict(type="int", default=8, no_log=False),
     timeout=dict(type="int"),
     checkpoint_bytes=dict(type="int", default=0),
     timeout_base=dict(type="int", default=600),
@@ -208,6 +208,11 @@ def verdict(look, initial_restarts):
     completion = look.get("completion") or {}
     if completion.get("ok"):
         return "ready", None
+    # Just after `systemctl restart --no-block` the queued job has not run yet, and the unit still
+    # shows the state of the run before it.
+    if state["job_pending"] and (state["active_state"] in ("failed", "inactive", "deactivating")
+                                 or state["sub_state"] == "auto-restart"):
+        return "waiting", None
     if state["active_state"] == "failed":
         return "failed", "the unit failed (result %s, exit status %s)" % (state["result"], state["exec_main_status"])
     if state["active_state"] == "activating" and state.get("exec_main_code") and state["sub_state"] != "auto-restart":

@@ -117,6 +117,9 @@ def look(unit_state, completion=None, phase=None, tail=None, ready_after=None):
     (look(state("inactive", "dead")), "failed"),
     # The server died while its ExecStartPost probe still ran (recorded: activating/start-post, Result exit-code).
     (look(state("activating", "start-post", result="exit-code", status=1, code=1)), "failed"),
+    # A restart queued with --no-block that systemd has not acted on yet.
+    (look(state("failed", "failed", job=True, result="exit-code")), "waiting"),
+    (look(state("activating", "auto-restart", restarts=1, job=True)), "waiting"),
 ])
 def test_verdict(one_look, outcome):
     assert vllm_probe.verdict(one_look, 0)[0] == outcome

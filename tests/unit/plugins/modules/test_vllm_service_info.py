@@ -75,8 +75,8 @@ def test_a_second_model_on_a_gpu_less_host_must_take_over(run_module, systemctl)
 
 
 def test_the_unit_itself_is_never_its_own_conflict(run_module, systemctl):
-    result, failed = run_module(vllm_service_info.main, {"name": "vllm-tiny-llama.service", "port": 8000,
-                                                          "devices": ["0"]})
+    args = {"name": "vllm-tiny-llama.service", "port": 8000, "devices": ["0"]}
+    result, failed = run_module(vllm_service_info.main, args)
     assert not failed and result["conflicts"] == []
 
 
