@@ -17,7 +17,7 @@ description:
     C(<name>.md) (a table per concurrency level, and the change per level against O(baseline) when given) and
     C(<name>.png) (output tok/s and p99 TTFT against concurrency, the baseline dashed).
   - Appends one line per run to O(history_file) (JSON lines), so runs of many days can be compared.
-  - Meant to run on the controller (C(delegate_to: localhost)), where the report is read; the PNG needs matplotlib
+  - Meant to run on the controller (delegated to C(localhost)), where the report is read; the PNG needs matplotlib
     there.
   - Existing files of an earlier run of the same O(name) are replaced, never the history.
 author:
