@@ -355,7 +355,7 @@ def main():
             request_timeout=dict(type="float", default=600),
             seed=dict(type="int", default=0),
             vocab_size=dict(type="int"),
-            reserved_token_ids=dict(type="int", default=16),
+            reserved_token_ids=dict(type="int", default=16, no_log=False),
             scrape_metrics=dict(type="bool", default=True),
         ),
         supports_check_mode=True,

@@ -105,8 +105,8 @@ def level(concurrency, tok_s, completed=10):
 
 def test_saturation_is_where_more_concurrency_stops_paying():
     sweep = [level(1, 100), level(8, 700), level(32, 2000), level(128, 2080), level(256, 2050), level(1024, 1500)]
-    assert vllm_bench.saturation(sweep) == {"saturation_concurrency": 32, "peak_output_tokens_per_s": 2080,
-                                           "peak_concurrency": 128}
+    expected = {"saturation_concurrency": 32, "peak_output_tokens_per_s": 2080, "peak_concurrency": 128}
+    assert vllm_bench.saturation(sweep) == expected
     # Still climbing at the last level: the last level is where the sweep stops telling.
     assert vllm_bench.saturation([level(1, 100), level(2, 190)])["saturation_concurrency"] == 2
     assert vllm_bench.saturation([level(1, 0, completed=0)])["saturation_concurrency"] is None

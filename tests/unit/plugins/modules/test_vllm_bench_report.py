@@ -25,9 +25,9 @@ def sweep(scale=1.0, levels=(1, 8, 32)):
                             "latency": 0.2 * scale, "prompt_tokens": 64, "completion_tokens": 16,
                             "start": 0.0, "end": 0.2})
         result.append(vllm_bench.level_metrics(concurrency, records, duration_s=0.25 * scale))
-    output = {"levels": result, "workload": {"model": "tiny-llama", "api": "completions", "input_len": 64,
-                                              "output_len": 16, "ignore_eos": True, "seed": 0},
-              "aborted": None}
+    workload = {"model": "tiny-llama", "api": "completions", "input_len": 64, "output_len": 16,
+                "ignore_eos": True, "seed": 0}
+    output = {"levels": result, "workload": workload, "aborted": None}
     output.update(vllm_bench.saturation(result))
     return {"changed": False, "ansible_facts": {"vllm_bench": output}, **output}
 
