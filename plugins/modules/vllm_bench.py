@@ -99,6 +99,18 @@ options:
     description: Read vLLM's C(/metrics) before and after each level and return the deltas.
     type: bool
     default: true
+  power:
+    description:
+      - On hosts with NVIDIA GPUs, measure the GPUs' energy during each level (NVML's energy counter, or power sampled
+        every 0.1 s where there is none) and return average watts and joules per output token.
+      - Needs C(nvidia-ml-py) in the Python the module runs with (vLLM's CUDA build brings it). Without GPUs the
+        figures are null and RV(power_unavailable) says why.
+    type: bool
+    default: true
+  power_gpus:
+    description: NVML indices of the GPUs the server uses; default all.
+    type: list
+    elements: int
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -213,6 +225,16 @@ levels:
     client_cpu_s:
       description: CPU seconds (user + system) this module spent sending and timing the level's requests.
       type: float
+    power:
+      description: C(average_w), C(energy_j), C(seconds), C(gpus), C(samples) and C(source) of the GPU energy over the level; null without GPUs.
+      type: dict
+    joules_per_output_token:
+      description: GPU energy of the level divided by its output tokens; null without GPUs.
+      type: float
+power_unavailable:
+  description: Why no power figures were taken (no NVML, no GPUs, turned off), or null.
+  returned: always
+  type: str
 client_cpu_s:
   description: CPU seconds of the whole module process (imports, prompts, warm-up and sweep), to compare with other clients.
   returned: always
@@ -254,6 +276,7 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.gpu_power import PowerMeter
 
 # Counters of vLLM's /metrics whose change over a level is reported.
 SERVER_COUNTERS = (
@@ -357,6 +380,8 @@ def main():
             vocab_size=dict(type="int"),
             reserved_token_ids=dict(type="int", default=16, no_log=False),
             scrape_metrics=dict(type="bool", default=True),
+            power=dict(type="bool", default=True),
+            power_gpus=dict(type="list", elements="int"),
         ),
         supports_check_mode=True,
     )
@@ -394,6 +419,8 @@ def main():
                 if not params["requests_per_level"] else params["requests_per_level"],
                 "duration_s": params["duration"] or None, "max_model_len": entry.get("max_model_len")}
 
+    meter = PowerMeter(indices=params["power_gpus"]) if params["power"] else None
+    power_unavailable = "turned off (power: false)" if meter is None else meter.reason
     loop = asyncio.new_event_loop()
     try:
         if params["warmup_requests"]:
@@ -411,12 +438,18 @@ def main():
             count = len(prompts) if params["duration"] else (params["requests_per_level"] or max(8, 4 * concurrency))
             before = scrape(module, params)
             cpu_before = _cpu_seconds()
+            if meter is not None:
+                meter.start()
             records, wall = loop.run_until_complete(bench.run_level(
                 params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count], concurrency,
                 params["output_len"], params["ignore_eos"], params["request_timeout"], params["api_key"],
                 duration_s=params["duration"] or None))
+            energy = meter.stop() if meter is not None else None
             after = scrape(module, params)
             level = bench.level_metrics(concurrency, records, wall)
+            level["power"] = energy
+            level["joules_per_output_token"] = (round(energy["energy_j"] / level["output_tokens"], 4)
+                                                if energy and level["output_tokens"] else None)
             level["client_cpu_s"] = round(_cpu_seconds() - cpu_before, 3)
             level["server_metrics"] = ({name: round(after.get(name, 0.0) - before.get(name, 0.0), 6)
                                         for name in SERVER_COUNTERS if name in after}
@@ -427,8 +460,11 @@ def main():
                 break
     finally:
         loop.close()
+        if meter is not None:
+            meter.close()
 
     result = dict(levels=levels, workload=workload, aborted=aborted, elapsed_s=round(time.time() - started, 1),
+                  power_unavailable=power_unavailable,
                   client_cpu_s=round(_cpu_seconds(), 3))
     result.update(bench.saturation(levels))
     if aborted:
