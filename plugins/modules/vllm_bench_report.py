@@ -224,7 +224,8 @@ def main():
                 "peak_concurrency": result.get("peak_concurrency"),
                 "saturation_concurrency": result.get("saturation_concurrency"),
                 "levels": [{key: level.get(key) for key in ("concurrency", "completed", "failed", "output_tokens_per_s",
-                                                            "request_throughput", "ttft_ms", "tpot_ms", "e2el_ms")}
+                                                            "request_throughput", "ttft_ms", "tpot_ms", "e2el_ms",
+                                                            "joules_per_output_token")}
                            for level in result["levels"]]}, sort_keys=True) + "\n")
     output = dict(changed=not module.check_mode, files=files, markdown=markdown)
     if rows is not None:
