@@ -111,19 +111,18 @@ options:
     description: NVML indices of the GPUs the server uses; default all.
     type: list
     elements: int
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: partial
     details: A benchmark is its measurement; in check mode the module checks its inputs, sends nothing and says so.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
   platform:
-    description: Target OS/families that can be operated against.
     support: full
     platforms: posix
 notes:

@@ -89,6 +89,8 @@ options:
     description: Journal lines shown when the wait fails.
     type: int
     default: 40
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
@@ -97,14 +99,11 @@ attributes:
     description: Supports being used with the C(async) keyword.
     support: none
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: It only reads; in check mode it still waits, since nothing is changed either way.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
-    description: Target OS/families that can be operated against.
     support: full
     platforms: posix
 notes:
