@@ -24,6 +24,10 @@ step_done
 cd "$GAUNTLET_ROOT" || exit 1
 
 stage_lint() {
+  # molecule's prerun installs a copy of this collection into ~/.ansible/collections, which
+  # ansible-lint would then resolve instead of the checkout; a copy from an older run hides new
+  # modules and roles.
+  rm -rf "$HOME/.ansible/collections/ansible_collections/gauntlet/vllm"
   ansible-lint --nocolor
 }
 
