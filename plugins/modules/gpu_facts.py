@@ -35,18 +35,13 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  # First, so its support levels win over the generic fragment's placeholders.
+  - gauntlet.vllm.attributes
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
   facts:
     support: full
-  platform:
-    support: full
-    platforms: posix
 notes:
   - NVML is queried once per run, between C(nvmlInit) and C(nvmlShutdown); memory and power values are a snapshot.
   - The current PCIe generation and width drop while a GPU idles (power saving); compare

@@ -40,15 +40,9 @@ options:
     type: path
     required: true
 extends_documentation_fragment:
+  # First, so its support levels win over the generic fragment's placeholders.
+  - gauntlet.vllm.attributes
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
 notes:
   - The module reads the file on the managed node. Use C(delegate_to) to read a copy kept on the controller.
   - Quantization method names follow vLLM's C(--quantization) names; ModelOpt checkpoints are reported as

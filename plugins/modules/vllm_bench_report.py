@@ -48,16 +48,12 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  # First, so its support levels win over the generic fragment's placeholders.
+  - gauntlet.vllm.attributes
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    support: full
     details: In check mode it computes the comparison and the table but writes nothing.
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
 seealso:
   - module: gauntlet.vllm.vllm_bench
 """

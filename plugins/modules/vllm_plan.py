@@ -124,15 +124,9 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  # First, so its support levels win over the generic fragment's placeholders.
+  - gauntlet.vllm.attributes
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
 notes:
   - The rules were read from the vLLM 0.28.0 to 0.32.0 sources; see C(docs/vllm-rules-0.32.md) and
     C(docs/vllm-rules-by-version.md) in the collection. From 0.29.0, native FP8 MoE refines its scale blocks

@@ -38,15 +38,9 @@ options:
     description: Port the unit about to start will listen on; units on the same port conflict too.
     type: int
 extends_documentation_fragment:
+  # First, so its support levels win over the generic fragment's placeholders.
+  - gauntlet.vllm.attributes
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
 notes:
   - C(systemctl show) in systemd 252 prints the command line with plain spaces, so an argument that holds a space
     comes back split in RV(units[].argv); ports, models and devices are read correctly.

@@ -90,6 +90,8 @@ options:
     type: int
     default: 40
 extends_documentation_fragment:
+  # First, so its support levels win over the generic fragment's placeholders.
+  - gauntlet.vllm.attributes
   - ansible.builtin.action_common_attributes
 attributes:
   action:
@@ -99,13 +101,7 @@ attributes:
     description: Supports being used with the C(async) keyword.
     support: none
   check_mode:
-    support: full
     details: It only reads; in check mode it still waits, since nothing is changed either way.
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
 notes:
   - The role M(gauntlet.vllm.vllm_service) starts units without blocking (a unit stays C(activating) until its own
     readiness probe passes, which can take most of an hour) and then calls this module.
