@@ -1,0 +1,156 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ranking the candidates of a gauntlet: which measured deployment wins, by which figure, and why the
+others did not.
+
+A candidate is a dict the ``vllm_gauntlet`` role records on the controller:
+
+- ``name``: the candidate's name; ``model``: its catalogue key; ``plan``: the plan's name (``TP8-EP``);
+- ``status``: ``measured`` (``result`` holds the ``vllm_bench`` result), ``skipped`` (the planner rejected
+  the plan or it does not fit: ``reason`` holds vLLM's message) or ``failed`` (it was launched and did not
+  serve, or the sweep broke: ``reason``).
+
+Two ways to rank, both over levels that completed every request:
+
+- ``peak_output_tokens_per_s``: the highest output tok/s at any concurrency;
+- ``output_tokens_per_s_within_latency_budget``: the highest output tok/s among levels whose latency
+  statistic (p99 TTFT by default) stays within the budget. A candidate with no such level is not ranked,
+  and says so.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+RANK_BY = ("peak_output_tokens_per_s", "output_tokens_per_s_within_latency_budget")
+LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
+LATENCY_STATISTICS = ("mean", "median", "p90", "p99")
+STATUSES = ("measured", "skipped", "failed")
+
+
+class GauntletError(ValueError):
+    pass
+
+
+def check_budget(budget):
+    """The latency budget with its defaults, or GauntletError naming the bad field."""
+    budget = dict(budget or {})
+    budget.setdefault("metric", "ttft_ms")
+    budget.setdefault("statistic", "p99")
+    if budget["metric"] not in LATENCY_METRICS:
+        raise GauntletError("latency_budget.metric: '%s' is not one of %s" % (budget["metric"], ", ".join(LATENCY_METRICS)))
+    if budget["statistic"] not in LATENCY_STATISTICS:
+        raise GauntletError("latency_budget.statistic: '%s' is not one of %s"
+                            % (budget["statistic"], ", ".join(LATENCY_STATISTICS)))
+    try:
+        budget["max_ms"] = float(budget.get("max_ms"))
+    except (TypeError, ValueError):
+        raise GauntletError("latency_budget.max_ms: '%s' is not a number of milliseconds" % budget.get("max_ms"))
+    if budget["max_ms"] <= 0:
+        raise GauntletError("latency_budget.max_ms: must be above 0 (got %s)" % budget["max_ms"])
+    return budget
+
+
+def score(result, rank_by, budget=None):
+    """The candidate's figure, the level it comes from, and why it has none.
+
+    Returns ``{"score": tok/s or None, "concurrency": C or None, "latency_ms": the budgeted statistic at that
+    level or None, "reason": None or why it is not ranked}``.
+    """
+    levels = [level for level in (result or {}).get("levels") or []
+              if level.get("completed", 0) > 0 and not level.get("failed")]
+    if not levels:
+        return {"score": None, "concurrency": None, "latency_ms": None,
+                "reason": "no concurrency level completed every request"}
+    if rank_by == "peak_output_tokens_per_s":
+        best = max(levels, key=lambda level: (level["output_tokens_per_s"], -level["concurrency"]))
+        return {"score": best["output_tokens_per_s"], "concurrency": best["concurrency"], "latency_ms": None,
+                "reason": None}
+    if rank_by != "output_tokens_per_s_within_latency_budget":
+        raise GauntletError("rank_by: '%s' is not one of %s" % (rank_by, ", ".join(RANK_BY)))
+    budget = check_budget(budget)
+
+    def latency(level):
+        return (level.get(budget["metric"]) or {}).get(budget["statistic"])
+
+    within = [level for level in levels if latency(level) is not None and latency(level) <= budget["max_ms"]]
+    if not within:
+        lowest = min(latency(level) for level in levels if latency(level) is not None)
+        return {"score": None, "concurrency": None, "latency_ms": None,
+                "reason": "no level keeps %s %s within %.0f ms (lowest: %.1f ms)"
+                          % (budget["statistic"], budget["metric"][:-3].upper(), budget["max_ms"], lowest)}
+    best = max(within, key=lambda level: (level["output_tokens_per_s"], -level["concurrency"]))
+    return {"score": best["output_tokens_per_s"], "concurrency": best["concurrency"], "latency_ms": latency(best),
+            "reason": None}
+
+
+def rank(candidates, rank_by, budget=None):
+    """Every candidate with its score and rank (1 = winner; None when not ranked), best first, then the
+    unranked in the order given. Ties go to the candidate listed first."""
+    if rank_by not in RANK_BY:
+        raise GauntletError("rank_by: '%s' is not one of %s" % (rank_by, ", ".join(RANK_BY)))
+    names = set()
+    rows = []
+    for order, candidate in enumerate(candidates):
+        name = candidate.get("name")
+        if not name:
+            raise GauntletError("candidates[%d]: has no name" % order)
+        if name in names:
+            raise GauntletError("candidates[%d]: the name '%s' is used twice" % (order, name))
+        names.add(name)
+        status = candidate.get("status")
+        if status not in STATUSES:
+            raise GauntletError("candidates[%d] (%s): status '%s' is not one of %s"
+                                % (order, name, status, ", ".join(STATUSES)))
+        row = dict(candidate, order=order)
+        if status == "measured":
+            row.update(score(candidate.get("result"), rank_by, budget))
+        else:
+            row.update({"score": None, "concurrency": None, "latency_ms": None,
+                        "reason": candidate.get("reason") or status})
+        rows.append(row)
+    ranked = sorted((row for row in rows if row["score"] is not None), key=lambda row: (-row["score"], row["order"]))
+    for position, row in enumerate(ranked, 1):
+        row["rank"] = position
+    unranked = [row for row in rows if row["score"] is None]
+    for row in unranked:
+        row["rank"] = None
+    return ranked + unranked
+
+
+def winner(ranking):
+    return ranking[0] if ranking and ranking[0]["rank"] == 1 else None
+
+
+def _cell(value, fmt="%.1f"):
+    return "-" if value is None else fmt % value
+
+
+def markdown(title, ranking, rank_by, budget=None):
+    """The comparison table, winner first, skipped and failed candidates with their reasons."""
+    if rank_by == "output_tokens_per_s_within_latency_budget":
+        budget = check_budget(budget)
+        figure = "output tok/s with %s %s <= %.0f ms" % (budget["statistic"], budget["metric"][:-3].upper(),
+                                                       budget["max_ms"])
+    else:
+        figure = "peak output tok/s"
+    best = winner(ranking)
+    lines = ["## %s" % title, "",
+             "Ranked by %s. Winner: %s." % (figure, ("**%s** (%s, %s) with %.1f tok/s at C=%s" % (
+                 best["name"], best.get("model"), best.get("plan"), best["score"], best["concurrency"]))
+                 if best else "none (no candidate was measured within the rules)"), "",
+             "| rank | candidate | model | plan | status | %s | at C | peak tok/s | p99 TTFT ms at C | ready s | note |"
+             % figure,
+             "|---:|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for row in ranking:
+        result = row.get("result") or {}
+        at_level = [level for level in result.get("levels") or [] if level.get("concurrency") == row["concurrency"]]
+        ttft = at_level[0]["ttft_ms"]["p99"] if at_level else None
+        note = (row.get("reason") or "").replace("|", "\\|").replace("\n", " ")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            row["rank"] or "-", row["name"], row.get("model") or "-", row.get("plan") or "-", row["status"],
+            _cell(row["score"]), row["concurrency"] or "-",
+            _cell(result.get("peak_output_tokens_per_s") if row["status"] == "measured" else None),
+            _cell(ttft), _cell(row.get("time_to_ready_s")), note))
+    return "\n".join(lines) + "\n"

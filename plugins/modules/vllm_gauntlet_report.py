@@ -1,0 +1,278 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: vllm_gauntlet_report
+short_description: Rank the candidates of a gauntlet and write the comparison as JSON, Markdown and a PNG plot
+version_added: 0.1.0
+description:
+  - Takes every candidate of a gauntlet (measured with M(gauntlet.vllm.vllm_bench), skipped because the planner
+    rejected its plan, or failed when launched) and ranks the measured ones by O(rank_by).
+  - Writes, under O(output_dir), C(<name>.json) (the ranking with every candidate's sweep), C(<name>.md) (a table,
+    winner first, skipped and failed candidates with their reasons) and C(<name>.png) (output tok/s and the budgeted
+    latency against concurrency, one line per measured candidate).
+  - A file whose content would not change is left alone, so a re-run of a finished gauntlet reports no change.
+  - Meant to run on the controller (delegated to C(localhost)); the PNG needs matplotlib there.
+author:
+  - gauntlet.vllm contributors (@gauntlet)
+requirements:
+  - matplotlib (for the PNG)
+options:
+  candidates:
+    description:
+      - Every candidate, in the order the gauntlet lists them (that order breaks ties).
+      - Each is a dict with C(name), C(status) (C(measured), C(skipped) or C(failed)), and C(result) (the
+        registered M(gauntlet.vllm.vllm_bench) result, or its C(ansible_facts.vllm_bench)) when measured, or
+        C(reason) otherwise. C(model), C(plan) and C(time_to_ready_s) are shown in the table when present; other
+        keys are kept in the JSON.
+    type: list
+    elements: dict
+    required: true
+  rank_by:
+    description:
+      - C(peak_output_tokens_per_s) ranks by the highest output tok/s at any concurrency level.
+      - C(output_tokens_per_s_within_latency_budget) ranks by the highest output tok/s among the levels that keep
+        O(latency_budget); a candidate with no such level is not ranked.
+      - Only levels that completed every request count.
+    type: str
+    choices: [peak_output_tokens_per_s, output_tokens_per_s_within_latency_budget]
+    default: peak_output_tokens_per_s
+  latency_budget:
+    description: The latency a level must keep to count, for O(rank_by=output_tokens_per_s_within_latency_budget).
+    type: dict
+    suboptions:
+      metric:
+        description: Which latency.
+        type: str
+        choices: [ttft_ms, tpot_ms, itl_ms, e2el_ms]
+        default: ttft_ms
+      statistic:
+        description: Which statistic of it.
+        type: str
+        choices: [mean, median, p90, p99]
+        default: p99
+      max_ms:
+        description: The most it may be, in milliseconds.
+        type: float
+        required: true
+  name:
+    description: Name of the gauntlet, used in file names and the title.
+    type: str
+    default: gauntlet
+  output_dir:
+    description: Directory for the report files; created when missing.
+    type: path
+    required: true
+  plot:
+    description: Write the PNG.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  # First, so its support levels win over the generic fragment's placeholders.
+  - gauntlet.vllm.attributes
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    details: In check mode it ranks and renders the table but writes nothing.
+seealso:
+  - module: gauntlet.vllm.vllm_bench
+  - module: gauntlet.vllm.vllm_bench_report
+"""
+
+EXAMPLES = r"""
+- name: Rank by throughput at a p99 TTFT of 2 s at most
+  gauntlet.vllm.vllm_gauntlet_report:
+    name: kimi-vs-minimax
+    output_dir: "{{ playbook_dir }}/reports/kimi-vs-minimax"
+    rank_by: output_tokens_per_s_within_latency_budget
+    latency_budget:
+      metric: ttft_ms
+      statistic: p99
+      max_ms: 2000
+    candidates:
+      - name: kimi-int4-tp8
+        model: kimi-k25-int4
+        plan: TP8
+        status: measured
+        result: "{{ kimi_bench }}"
+      - name: minimax-tp6
+        model: minimax-m25
+        plan: TP6
+        status: skipped
+        reason: "vLLM would raise ValueError at config validation: ..."
+  delegate_to: localhost
+  register: gauntlet
+"""
+
+RETURN = r"""
+ranking:
+  description: Every candidate, best first, then the unranked ones in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The candidate.
+      type: str
+    status:
+      description: C(measured), C(skipped) or C(failed).
+      type: str
+    rank:
+      description: 1 for the winner; null when the candidate is not ranked.
+      type: int
+    score:
+      description: The figure it is ranked by (output tok/s), or null.
+      type: float
+    concurrency:
+      description: The concurrency level the score comes from.
+      type: int
+    latency_ms:
+      description: The budgeted latency statistic at that level (budget ranking only).
+      type: float
+    reason:
+      description: Why it is not ranked (vLLM's message for a skipped plan, the failure, or no level within budget).
+      type: str
+winner:
+  description: The winning candidate's row of RV(ranking), or null when none was ranked.
+  returned: always
+  type: dict
+markdown:
+  description: The Markdown table.
+  returned: always
+  type: str
+files:
+  description: The paths of C(json), C(markdown) and C(png) (null without O(plot)); set also in check mode.
+  returned: always
+  type: dict
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_bytes
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils import gauntlet
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    plt = None
+
+
+def render_png(path, title, ranking, rank_by, budget):
+    metric, statistic = ("ttft_ms", "p99")
+    if rank_by == "output_tokens_per_s_within_latency_budget":
+        metric, statistic = budget["metric"], budget["statistic"]
+    figure, (throughput, latency) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for row in ranking:
+        levels = (row.get("result") or {}).get("levels") or []
+        if row["status"] != "measured" or not levels:
+            continue
+        label = "%s%s" % (row["name"], " (winner)" if row["rank"] == 1 else "")
+        xs = [level["concurrency"] for level in levels]
+        throughput.plot(xs, [level["output_tokens_per_s"] for level in levels], "-o", label=label)
+        latency.plot(xs, [(level.get(metric) or {}).get(statistic) for level in levels], "-o", label=label)
+    if rank_by == "output_tokens_per_s_within_latency_budget":
+        latency.axhline(budget["max_ms"], color="red", linestyle="--", label="budget")
+    for axis, name, unit in ((throughput, "Output throughput", "tok/s"),
+                             (latency, "%s %s" % (statistic, metric[:-3].upper()), "ms")):
+        axis.set_xscale("log", base=2)
+        axis.set_xlabel("concurrency")
+        axis.set_ylabel(unit)
+        axis.set_title(name)
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize="small")
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write_if_changed(module, path, data):
+    """Write atomically unless the file already holds exactly this; True when written."""
+    data = to_bytes(data)
+    try:
+        with open(path, "rb") as handle:
+            if handle.read() == data:
+                return False
+    except (IOError, OSError):
+        pass
+    handle, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(data)
+    os.chmod(temp, 0o644)
+    module.atomic_move(temp, path)
+    return True
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            candidates=dict(type="list", elements="dict", required=True),
+            rank_by=dict(type="str", default="peak_output_tokens_per_s", choices=list(gauntlet.RANK_BY)),
+            latency_budget=dict(type="dict", options=dict(
+                metric=dict(type="str", default="ttft_ms", choices=list(gauntlet.LATENCY_METRICS)),
+                statistic=dict(type="str", default="p99", choices=list(gauntlet.LATENCY_STATISTICS)),
+                max_ms=dict(type="float", required=True),
+            )),
+            name=dict(type="str", default="gauntlet"),
+            output_dir=dict(type="path", required=True),
+            plot=dict(type="bool", default=True),
+        ),
+        required_if=[("rank_by", "output_tokens_per_s_within_latency_budget", ["latency_budget"])],
+        supports_check_mode=True,
+    )
+    params = module.params
+    if "/" in params["name"] or not params["name"].strip():
+        module.fail_json(msg="name: '%s' must be a plain file name" % params["name"])
+    if params["plot"] and plt is None:
+        module.fail_json(msg=missing_required_lib("matplotlib", reason="for the PNG plot (or set plot: false)"))
+    candidates = []
+    for candidate in params["candidates"]:
+        result = candidate.get("result")
+        # A registered task result carries the sweep under ansible_facts; keep only the sweep.
+        if isinstance(result, dict) and "levels" not in result and "vllm_bench" in (result.get("ansible_facts") or {}):
+            candidate = dict(candidate, result=result["ansible_facts"]["vllm_bench"])
+        candidates.append(candidate)
+    try:
+        budget = gauntlet.check_budget(params["latency_budget"]) if params["latency_budget"] else None
+        ranking = gauntlet.rank(candidates, params["rank_by"], budget)
+        text = gauntlet.markdown(params["name"], ranking, params["rank_by"], budget)
+    except gauntlet.GauntletError as exc:
+        module.fail_json(msg=str(exc))
+
+    best = gauntlet.winner(ranking)
+    base = os.path.join(params["output_dir"], params["name"])
+    files = {"json": base + ".json", "markdown": base + ".md", "png": base + ".png" if params["plot"] else None}
+    changed = False
+    if not module.check_mode:
+        if not os.path.isdir(params["output_dir"]):
+            os.makedirs(params["output_dir"])
+        document = json.dumps({"name": params["name"], "rank_by": params["rank_by"], "latency_budget": budget,
+                               "winner": best["name"] if best else None, "ranking": ranking},
+                              indent=2, sort_keys=True) + "\n"
+        # The plot follows the JSON: redrawn only when the figures behind it changed, or when it is missing.
+        changed = write_if_changed(module, files["json"], document)
+        changed = write_if_changed(module, files["markdown"], text) or changed
+        if params["plot"] and (changed or not os.path.exists(files["png"])):
+            render_png(files["png"], params["name"], ranking, params["rank_by"], budget)
+            changed = True
+    # The sweeps stay in the JSON file; the returned ranking carries only the figures, to keep task output short.
+    summary = [dict((key, value) for key, value in row.items() if key != "result") for row in ranking]
+    module.exit_json(changed=changed, ranking=summary, winner=summary[0] if best else None, markdown=text,
+                     files=files)
+
+
+if __name__ == "__main__":
+    main()
