@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""inventory/production.example.yml plans correctly for the three reference models: ``--check`` shows
+the verdicts without contacting the host (192.0.2.10 is a documentation address nobody answers on, so
+any contact would fail the run). The models' config.json come from a local Hub stand-in that speaks the
+Hub's HTTP API, holding the real configs of the three repos."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from ansible_collections.gauntlet.vllm.tests.fakehub.fakehub import FakeHub
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CONFIGS = os.path.join(ROOT, "tests", "unit", "fixtures", "model_configs")
+REPOS = {"moonshotai/Kimi-K2.5": "moonshotai--Kimi-K2.5.json",
+         "nvidia/Kimi-K2.5-NVFP4": "nvidia--Kimi-K2.5-NVFP4.json",
+         "MiniMaxAI/MiniMax-M2.5": "MiniMaxAI--MiniMax-M2.5.json"}
+
+
+@pytest.fixture(scope="module")
+def hub():
+    repos = {}
+    for repo_id, name in REPOS.items():
+        with open(os.path.join(CONFIGS, name), "rb") as handle:
+            repos[repo_id] = {"config.json": handle.read()}
+    with FakeHub(repos) as server:
+        yield server
+
+
+def play(hub, tmp_path, playbook, *args):
+    command = [shutil.which("ansible-playbook"), "-i", "inventory/production.example.yml", "playbooks/" + playbook,
+               "--check", "-e", "vllm_deploy_hf_endpoint=" + hub.endpoint,
+               # Reports would go here; check mode must write none.
+               "-e", "vllm_gauntlet_report_dir=%s" % (tmp_path / "reports")] + list(args)
+    assert command[0], "ansible-playbook is not on PATH: run through scripts/test.sh"
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                                     ANSIBLE_TIMEOUT="5", ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    return result
+
+
+def verdicts(output):
+    """candidate -> the verdict line the gauntlet printed."""
+    found = {}
+    for match in re.finditer(r'"msg": "([a-z0-9.-]+): ([^"]*(?:will be measured|SKIPPED)[^"]*)"', output):
+        found[match.group(1)] = match.group(2)
+    return found
+
+
+def test_gauntlet_check_shows_every_verdict_without_touching_the_host(hub, tmp_path):
+    result = play(hub, tmp_path, "gauntlet.yml")
+    assert result.returncode == 0, result.stdout[-4000:]
+    found = verdicts(result.stdout)
+    assert sorted(found) == ["kimi-int4-tp8", "kimi-nvfp4-tp8", "minimax-tp4", "minimax-tp8", "minimax-tp8-ep"]
+    assert found["kimi-int4-tp8"] == "kimi-k25-int4 with plan TP8 will be measured (vllm serve --tensor-parallel-size 8)"
+    assert found["kimi-nvfp4-tp8"].startswith("kimi-k25-nvfp4 with plan TP8 will be measured")
+    assert found["minimax-tp8-ep"] == ("minimax-m25 with plan TP8-EP will be measured "
+                                       "(vllm serve --tensor-parallel-size 8 --enable-expert-parallel)")
+    assert found["minimax-tp4"].startswith("minimax-m25 with plan TP4 will be measured")
+    assert found["minimax-tp8"] == (
+        "minimax-m25 with plan TP8 is SKIPPED, never launched: vLLM would raise ValueError at weight creation: "
+        "The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128.")
+    assert re.search(r"gpu-box-01 +: ok=\d+ +changed=0 +unreachable=0 +failed=0", result.stdout)
+    assert not (tmp_path / "reports").exists()
+    # Each plan came from the config the Hub served, fetched once per candidate.
+    assert {request[1] for request in hub.requests if request[1].endswith("config.json")} >= {
+        "/%s/resolve/main/config.json" % repo_id for repo_id in REPOS}
+
+
+@pytest.mark.parametrize("playbook, extra, plan, args", [
+    ("deploy_kimi_int4.yml", {}, "TP8", ["--tensor-parallel-size", "8"]),
+    ("deploy_kimi_nvfp4.yml", {}, "TP8", ["--tensor-parallel-size", "8"]),
+    ("deploy_minimax_m25.yml", {}, "TP8-EP", ["--tensor-parallel-size", "8", "--enable-expert-parallel"]),
+    ("deploy_minimax_m25.yml", {"vllm_deploy_plan": {"tp": 4}}, "TP4", ["--tensor-parallel-size", "4"]),
+])
+def test_deploy_playbooks_plan_check(hub, tmp_path, playbook, extra, plan, args):
+    result = play(hub, tmp_path, playbook, "--tags", "plan", "-e", json.dumps(extra))
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert "plan %s" % plan in result.stdout and "loads and fits" in result.stdout
+    assert "vllm serve %s" % " ".join(args) in result.stdout
+
+
+def test_deploy_refuses_the_plan_that_crashed_by_hand(hub, tmp_path):
+    result = play(hub, tmp_path, "deploy_minimax_m25.yml", "--tags", "plan", "-e", json.dumps({"vllm_deploy_plan": {"tp": 8}}))
+    assert result.returncode != 0
+    assert "Not deploying minimax-m25 with plan TP8" in result.stdout
+    assert "block_n = 128." in result.stdout and "TP8-EP" in result.stdout
+    assert "unreachable=0" in result.stdout

@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ranking gauntlet candidates: by peak throughput, by throughput within a latency budget, ties, and the
+candidates that never ran."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils import gauntlet
+
+
+def level(concurrency, tok_s, ttft_p99, failed=0, completed=16):
+    stats = {"mean": ttft_p99 / 2, "median": ttft_p99 / 2, "p90": ttft_p99 * 0.9, "p99": ttft_p99}
+    return {"concurrency": concurrency, "output_tokens_per_s": tok_s, "completed": completed, "failed": failed,
+            "ttft_ms": stats, "tpot_ms": stats, "itl_ms": stats, "e2el_ms": stats}
+
+
+def measured(name, *levels, **extra):
+    result = {"levels": list(levels),
+              "peak_output_tokens_per_s": max(item["output_tokens_per_s"] for item in levels)}
+    return dict({"name": name, "status": "measured", "result": result}, **extra)
+
+
+FAST_BUT_SLOW_TO_START = measured("fast", level(1, 50, 100), level(64, 900, 4000), level(256, 1200, 9000))
+STEADY = measured("steady", level(1, 40, 80), level(64, 700, 1500), level(256, 800, 2500))
+
+
+def test_peak_picks_the_highest_throughput_of_any_level():
+    ranking = gauntlet.rank([STEADY, FAST_BUT_SLOW_TO_START], "peak_output_tokens_per_s")
+    assert [(row["name"], row["rank"], row["score"], row["concurrency"]) for row in ranking] == [
+        ("fast", 1, 1200, 256), ("steady", 2, 800, 256)]
+    assert gauntlet.winner(ranking)["name"] == "fast"
+
+
+def test_latency_budget_only_counts_levels_that_keep_it():
+    budget = {"metric": "ttft_ms", "statistic": "p99", "max_ms": 2000}
+    ranking = gauntlet.rank([FAST_BUT_SLOW_TO_START, STEADY], "output_tokens_per_s_within_latency_budget", budget)
+    # fast keeps 2 s only at C=1 (50 tok/s); steady keeps it at C=64 (700 tok/s).
+    assert [(row["name"], row["score"], row["concurrency"], row["latency_ms"]) for row in ranking] == [
+        ("steady", 700, 64, 1500), ("fast", 50, 1, 100)]
+
+
+def test_a_candidate_with_no_level_within_budget_is_not_ranked_and_says_why():
+    budget = {"max_ms": 50}
+    ranking = gauntlet.rank([STEADY], "output_tokens_per_s_within_latency_budget", budget)
+    assert ranking[0]["rank"] is None and ranking[0]["score"] is None
+    assert ranking[0]["reason"] == "no level keeps p99 TTFT within 50 ms (lowest: 80.0 ms)"
+    assert gauntlet.winner(ranking) is None
+
+
+def test_levels_with_failed_requests_do_not_count():
+    flaky = measured("flaky", level(1, 40, 80), level(64, 5000, 100, failed=3))
+    ranking = gauntlet.rank([flaky], "peak_output_tokens_per_s")
+    assert (ranking[0]["score"], ranking[0]["concurrency"]) == (40, 1)
+
+
+def test_ties_go_to_the_candidate_listed_first():
+    first = measured("original", level(8, 500, 100))
+    second = measured("ring-ll128", level(8, 500, 90))
+    assert gauntlet.winner(gauntlet.rank([first, second], "peak_output_tokens_per_s"))["name"] == "original"
+    assert gauntlet.winner(gauntlet.rank([second, first], "peak_output_tokens_per_s"))["name"] == "ring-ll128"
+
+
+def test_skipped_and_failed_candidates_keep_their_reason_after_the_ranked_ones():
+    skipped = {"name": "minimax-tp8", "status": "skipped",
+               "reason": "vLLM would raise ValueError at weight creation: ... block_n = 128."}
+    failed = {"name": "kimi-nvfp4", "status": "failed", "reason": "vllm-kimi.service did not become ready"}
+    ranking = gauntlet.rank([skipped, failed, STEADY], "peak_output_tokens_per_s")
+    assert [(row["name"], row["rank"]) for row in ranking] == [("steady", 1), ("minimax-tp8", None), ("kimi-nvfp4", None)]
+    assert ranking[1]["reason"].endswith("block_n = 128.")
+    text = gauntlet.markdown("reference", ranking, "peak_output_tokens_per_s")
+    assert "Winner: **steady**" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| rank")]
+    assert len(rows) == 3 and "| skipped |" in rows[1] and "block_n = 128." in rows[1]
+
+
+def test_nothing_measured_means_no_winner():
+    ranking = gauntlet.rank([{"name": "a", "status": "skipped", "reason": "x"}], "peak_output_tokens_per_s")
+    assert gauntlet.winner(ranking) is None
+    assert "Winner: none" in gauntlet.markdown("g", ranking, "peak_output_tokens_per_s")
+
+
+@pytest.mark.parametrize("candidates, message", [
+    ([{"status": "measured"}], "candidates[0]: has no name"),
+    ([{"name": "a", "status": "skipped"}, {"name": "a", "status": "skipped"}], "candidates[1]: the name 'a' is used twice"),
+    ([{"name": "a", "status": "done"}], "candidates[0] (a): status 'done' is not one of measured, skipped, failed"),
+])
+def test_bad_candidates_are_named(candidates, message):
+    with pytest.raises(gauntlet.GauntletError) as error:
+        gauntlet.rank(candidates, "peak_output_tokens_per_s")
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize("budget, message", [
+    ({"metric": "ttfb_ms", "max_ms": 1}, "latency_budget.metric: 'ttfb_ms' is not one of ttft_ms, tpot_ms, itl_ms, e2el_ms"),
+    ({"statistic": "p95", "max_ms": 1}, "latency_budget.statistic: 'p95' is not one of mean, median, p90, p99"),
+    ({}, "latency_budget.max_ms: 'None' is not a number of milliseconds"),
+    ({"max_ms": 0}, "latency_budget.max_ms: must be above 0 (got 0.0)"),
+])
+def test_bad_budgets_are_named(budget, message):
+    with pytest.raises(gauntlet.GauntletError) as error:
+        gauntlet.check_budget(budget)
+    assert str(error.value) == message

@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gauntlet.vllm.vllm_gauntlet_report through run_module: real files, a real PNG, no change on a re-run."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+from ansible_collections.gauntlet.vllm.plugins.modules import vllm_gauntlet_report
+from ansible_collections.gauntlet.vllm.tests.unit.plugins.modules.test_vllm_bench_report import PNG_MAGIC, sweep
+
+
+def candidates():
+    return [
+        {"name": "llama", "model": "tiny-llama", "plan": "TP1", "status": "measured", "result": sweep(),
+         "time_to_ready_s": 61.5},
+        {"name": "moe", "model": "tiny-qwen3-moe", "plan": "TP1", "status": "measured", "result": sweep(scale=0.5),
+         "time_to_ready_s": 70.1},
+        {"name": "llama-ep", "model": "tiny-llama", "plan": "TP1-EP", "status": "skipped",
+         "reason": "vLLM would raise ValueError at config validation: Number of experts in the model must be "
+                   "greater than 0 when expert parallelism is enabled."},
+    ]
+
+
+def test_ranks_writes_the_table_and_the_plot_then_changes_nothing(run_module, tmp_path):
+    args = {"candidates": candidates(), "name": "tiny-models", "output_dir": str(tmp_path / "out")}
+    result, failed = run_module(vllm_gauntlet_report.main, args)
+    assert not failed and result["changed"] is True
+    # Half the time per level: twice the tok/s.
+    assert result["winner"]["name"] == "moe" and result["winner"]["score"] == 4096.0
+    assert [row["name"] for row in result["ranking"]] == ["moe", "llama", "llama-ep"]
+    assert "result" not in result["ranking"][0]
+    with open(result["files"]["json"]) as handle:
+        recorded = json.load(handle)
+    assert recorded["winner"] == "moe" and len(recorded["ranking"][0]["result"]["levels"]) == 3
+    with open(result["files"]["png"], "rb") as handle:
+        assert handle.read(8) == PNG_MAGIC
+    markdown = open(result["files"]["markdown"]).read()
+    assert markdown == result["markdown"] and "| skipped |" in markdown and "expert parallelism" in markdown
+    stamps = {key: os.stat(path).st_mtime_ns for key, path in result["files"].items()}
+
+    again, failed = run_module(vllm_gauntlet_report.main, args)
+    assert not failed and again["changed"] is False
+    assert {key: os.stat(path).st_mtime_ns for key, path in again["files"].items()} == stamps
+
+
+def test_check_mode_ranks_without_writing(run_module, tmp_path):
+    out = tmp_path / "out"
+    result, failed = run_module(vllm_gauntlet_report.main, {"candidates": candidates(), "output_dir": str(out),
+                                                            "_ansible_check_mode": True})
+    assert not failed and result["changed"] is False and result["winner"]["name"] == "moe"
+    assert not out.exists()
+
+
+def test_budget_ranking_needs_a_budget_and_names_bad_input(run_module, tmp_path):
+    result, failed = run_module(vllm_gauntlet_report.main, {
+        "candidates": candidates(), "output_dir": str(tmp_path),
+        "rank_by": "output_tokens_per_s_within_latency_budget"})
+    assert failed and "latency_budget" in result["msg"]
+    result, failed = run_module(vllm_gauntlet_report.main, {
+        "candidates": [{"name": "x", "status": "finished"}], "output_dir": str(tmp_path)})
+    assert failed and result["msg"] == "candidates[0] (x): status 'finished' is not one of measured, skipped, failed"
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_budget_ranking_draws_the_budget(run_module, tmp_path):
+    result, failed = run_module(vllm_gauntlet_report.main, {
+        "candidates": candidates(), "output_dir": str(tmp_path), "name": "budget",
+        "rank_by": "output_tokens_per_s_within_latency_budget",
+        "latency_budget": {"metric": "ttft_ms", "statistic": "p99", "max_ms": 40}})
+    assert not failed
+    # Only the faster model keeps 40 ms (its TTFT is 25 ms, the other's 50 ms).
+    assert [(row["name"], row["rank"]) for row in result["ranking"]] == [("moe", 1), ("llama", None), ("llama-ep", None)]
+    assert result["ranking"][1]["reason"] == "no level keeps p99 TTFT within 40 ms (lowest: 50.0 ms)"
+    assert "output tok/s with p99 TTFT <= 40 ms" in result["markdown"]
