@@ -131,8 +131,8 @@ def markdown(title, ranking, rank_by, budget=None):
     """The comparison table, winner first, skipped and failed candidates with their reasons."""
     if rank_by == "output_tokens_per_s_within_latency_budget":
         budget = check_budget(budget)
-        figure = "output tok/s with %s %s <= %.0f ms" % (budget["statistic"], budget["metric"][:-3].upper(),
-                                                       budget["max_ms"])
+        figure = "output tok/s with %s %s <= %.0f ms" % (
+            budget["statistic"], budget["metric"][:-3].upper(), budget["max_ms"])
     else:
         figure = "peak output tok/s"
     best = winner(ranking)
