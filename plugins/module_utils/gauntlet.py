@@ -85,9 +85,15 @@ def score(result, rank_by, budget=None):
             "reason": None}
 
 
-def rank(candidates, rank_by, budget=None):
+def rank(candidates, rank_by, budget=None, incumbent=None, min_gain_pct=0.0):
     """Every candidate with its score and rank (1 = winner; None when not ranked), best first, then the
-    unranked in the order given. Ties go to the candidate listed first."""
+    unranked in the order given. Ties go to the candidate listed first.
+
+    With ``incumbent`` (the name of the candidate that serves now, like nccl_sweep's ``original``), a
+    challenger only wins when it beats the incumbent's score by more than ``min_gain_pct`` percent: a
+    smaller gain is within run-to-run noise and not worth a change. The challenger keeps its figures
+    and gets a note.
+    """
     if rank_by not in RANK_BY:
         raise GauntletError("rank_by: '%s' is not one of %s" % (rank_by, ", ".join(RANK_BY)))
     names = set()
@@ -111,6 +117,16 @@ def rank(candidates, rank_by, budget=None):
                         "reason": candidate.get("reason") or status})
         rows.append(row)
     ranked = sorted((row for row in rows if row["score"] is not None), key=lambda row: (-row["score"], row["order"]))
+    if incumbent is not None and incumbent not in names:
+        raise GauntletError("incumbent: '%s' is not one of the candidates (%s)" % (incumbent, ", ".join(sorted(names))))
+    held = [row for row in ranked if row["name"] == incumbent]
+    if held and ranked[0] is not held[0]:
+        gain = 100.0 * (ranked[0]["score"] / held[0]["score"] - 1) if held[0]["score"] else float("inf")
+        if gain <= min_gain_pct:
+            ranked[0]["reason"] = ("beats %s by %.1f%%, not more than the %.1f%% a change needs"
+                                   % (incumbent, gain, min_gain_pct))
+            ranked.remove(held[0])
+            ranked.insert(0, held[0])
     for position, row in enumerate(ranked, 1):
         row["rank"] = position
     unranked = [row for row in rows if row["score"] is None]

@@ -62,6 +62,15 @@ options:
         description: The most it may be, in milliseconds.
         type: float
         required: true
+  incumbent:
+    description:
+      - The candidate that serves now (for example C(original) in an NCCL sweep). Another candidate only wins when it
+        beats the incumbent's score by more than O(min_gain_pct) percent; the closer one is ranked below it with a note.
+    type: str
+  min_gain_pct:
+    description: The gain over O(incumbent), in percent, a challenger needs to win.
+    type: float
+    default: 0
   name:
     description: Name of the gauntlet, used in file names and the title.
     type: str
@@ -226,6 +235,8 @@ def main():
                 statistic=dict(type="str", default="p99", choices=list(gauntlet.LATENCY_STATISTICS)),
                 max_ms=dict(type="float", required=True),
             )),
+            incumbent=dict(type="str"),
+            min_gain_pct=dict(type="float", default=0.0),
             name=dict(type="str", default="gauntlet"),
             output_dir=dict(type="path", required=True),
             plot=dict(type="bool", default=True),
@@ -247,7 +258,8 @@ def main():
         candidates.append(candidate)
     try:
         budget = gauntlet.check_budget(params["latency_budget"]) if params["latency_budget"] else None
-        ranking = gauntlet.rank(candidates, params["rank_by"], budget)
+        ranking = gauntlet.rank(candidates, params["rank_by"], budget, incumbent=params["incumbent"],
+                                min_gain_pct=params["min_gain_pct"])
         text = gauntlet.markdown(params["name"], ranking, params["rank_by"], budget)
     except gauntlet.GauntletError as exc:
         module.fail_json(msg=str(exc))

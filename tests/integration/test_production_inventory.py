@@ -96,3 +96,24 @@ def test_deploy_refuses_the_plan_that_crashed_by_hand(hub, tmp_path):
     assert "Not deploying minimax-m25 with plan TP8" in result.stdout
     assert "block_n = 128." in result.stdout and "TP8-EP" in result.stdout
     assert "unreachable=0" in result.stdout
+
+
+def test_a_misspelt_catalogue_entry_is_named_field_by_field(hub, tmp_path):
+    entry = {"repo_id": "moonshotai/Kimi-K2.5", "max_model_length": 65536, "plan": "tp8"}
+    result = play(hub, tmp_path, "deploy_kimi_int4.yml", "-e", json.dumps({"vllm_deploy_models": {"kimi-k25-int4": entry}}))
+    assert result.returncode != 0
+    assert ("vllm_deploy_models.kimi-k25-int4: unknown field(s) max_model_length (known: allow_patterns, " in result.stdout)
+    assert "plan must be 'auto' or a dict like {tp: 8, ep: true}, got \\\"tp8\\\"." in result.stdout
+    assert "unreachable=0" in result.stdout
+
+
+def test_bad_gauntlet_candidates_are_named_by_index(hub, tmp_path):
+    candidates = [{"name": "kimi", "model": "kimi-k25-int4"}, {"name": "kimi", "model": "kimi-k2"},
+                  {"name": "minimax tp4", "model": "minimax-m25", "tp": 4}]
+    result = play(hub, tmp_path, "gauntlet.yml", "-e", json.dumps({"vllm_gauntlet_candidates": candidates}))
+    assert result.returncode != 0
+    assert "[0] (kimi): the name is used twice." in result.stdout
+    assert ("[1] (kimi): the name is used twice; model 'kimi-k2' is not a key of vllm_deploy_models "
+            "(known: kimi-k25-int4, kimi-k25-nvfp4, minimax-m25)." in result.stdout)
+    assert ("[2] (minimax tp4): name must be letters, digits, . _ -; unknown field(s) tp "
+            "(known: name, model, plan, nccl_environment)." in result.stdout)

@@ -105,3 +105,21 @@ def test_bad_budgets_are_named(budget, message):
     with pytest.raises(gauntlet.GauntletError) as error:
         gauntlet.check_budget(budget)
     assert str(error.value) == message
+
+
+def test_a_challenger_must_beat_the_incumbent_by_the_margin():
+    original = measured("original", level(8, 1000, 100))
+    close = measured("ring-ll128", level(8, 1025, 90))
+    better = measured("tree-ll", level(8, 1100, 90))
+    ranking = gauntlet.rank([original, close], "peak_output_tokens_per_s", incumbent="original", min_gain_pct=3)
+    assert [(row["name"], row["rank"], row["score"]) for row in ranking] == [("original", 1, 1000), ("ring-ll128", 2, 1025)]
+    assert ranking[1]["reason"] == "beats original by 2.5%, not more than the 3.0% a change needs"
+    ranking = gauntlet.rank([original, close, better], "peak_output_tokens_per_s", incumbent="original", min_gain_pct=3)
+    assert [row["name"] for row in ranking] == ["tree-ll", "ring-ll128", "original"]
+    assert ranking[0]["reason"] is None
+
+
+def test_the_incumbent_must_be_a_candidate():
+    with pytest.raises(gauntlet.GauntletError) as error:
+        gauntlet.rank([STEADY], "peak_output_tokens_per_s", incumbent="original")
+    assert str(error.value) == "incumbent: 'original' is not one of the candidates (steady)"
