@@ -296,11 +296,15 @@ def gpu_spec(gpu_name):
     return DEFAULT_GPU, GPU_SPECS[DEFAULT_GPU]
 
 
-def decode_estimate(model, plan, stages, gpu_name=None, link=None):
+def decode_estimate(model, plan, stages, gpu_name=None, link=None, measured_allreduce_us=None):
     """Single-stream decode tokens/s: each pipeline stage in turn reads its
     weights' active bytes from HBM, and each TP layer does two all-reduces
     (after attention and after the MLP) of ``hidden_size`` bf16 values;
-    expert parallel adds a dispatch and a combine per MoE layer."""
+    expert parallel adds a dispatch and a combine per MoE layer.
+
+    ``measured_allreduce_us(gpus, bytes)`` gives a measured all-reduce time
+    (``allreduce_probe``) or None; where it has one for the TP size, it
+    replaces the table's latency-plus-link figure."""
     spec_name, spec = gpu_spec(gpu_name)
     link = link or spec["link"]
     bandwidth = spec["memory_bandwidth_gbs"] * 1e9 * BANDWIDTH_EFFICIENCY
@@ -309,8 +313,15 @@ def decode_estimate(model, plan, stages, gpu_name=None, link=None):
     message = model["hidden_size"] * 2
     comm_s = 0.0
     tp = plan["tp"]
+    allreduce_source = "table"
+    per_call = 0.0
     if tp > 1:
-        per_call = ALLREDUCE_LATENCY_US[link] * 1e-6 + 2.0 * (tp - 1) / tp * message / (spec["link_gbs"] * 1e9)
+        measured = measured_allreduce_us(tp, message) if measured_allreduce_us else None
+        if measured is not None:
+            per_call = measured * 1e-6
+            allreduce_source = "measured on %d GPUs" % tp
+        else:
+            per_call = ALLREDUCE_LATENCY_US[link] * 1e-6 + 2.0 * (tp - 1) / tp * message / (spec["link_gbs"] * 1e9)
         comm_s += 2 * layers * per_call
     moe_layers = layers - (model.get("first_k_dense") or 0) if model.get("num_experts") else 0
     if moe_layers and (plan["ep"] or plan["dp"] > 1) and plan["tp"] * plan["dp"] > 1:
@@ -329,6 +340,8 @@ def decode_estimate(model, plan, stages, gpu_name=None, link=None):
             "bandwidth_efficiency": BANDWIDTH_EFFICIENCY,
             "link": link,
             "allreduce_latency_us": ALLREDUCE_LATENCY_US[link],
+            "allreduce_source": allreduce_source,
+            "tp_allreduce_us": round(per_call * 1e6, 3),
             "weights_read_per_token_gib": round(sum(s["read_bytes"] for s in stages) / GIB, 3),
             "memory_ms": round(memory_s * 1000, 3),
             "communication_ms": round(comm_s * 1000, 3),

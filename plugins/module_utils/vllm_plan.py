@@ -92,7 +92,7 @@ def plan_name(plan):
 
 
 def evaluate_plan(model, plan, gpus, gpu_memory_gib, vllm_version, utilization, max_model_len,
-                  kv_cache_dtype=None, gpu_name=None, link=None, signatures=None):
+                  kv_cache_dtype=None, gpu_name=None, link=None, signatures=None, measured_allreduce_us=None):
     errors = check_plan(model, plan, gpus, vllm_version)
     notes = []
     moe = moe_parallel(plan) if model.get("num_experts") else None
@@ -124,7 +124,8 @@ def evaluate_plan(model, plan, gpus, gpu_memory_gib, vllm_version, utilization, 
     if not fits:
         notes.append("does not fit: %.1f GiB of weights per GPU leave %.1f GiB for KV cache, %d tokens < max_model_len %d"
                      % (weights / GIB, max(kv_bytes, 0) / GIB, tokens, max_model_len))
-    estimate = decode_estimate(model, plan, stages, gpu_name=gpu_name, link=link)
+    estimate = decode_estimate(model, plan, stages, gpu_name=gpu_name, link=link,
+                               measured_allreduce_us=measured_allreduce_us)
     return {
         "name": plan_name(plan),
         "tp": plan["tp"],
@@ -153,7 +154,7 @@ def _rank_key(result):
 
 
 def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization=None, max_model_len=None,
-               kv_cache_dtype=None, gpu_name=None, link=None):
+               kv_cache_dtype=None, gpu_name=None, link=None, measured_allreduce_us=None):
     """Evaluate every plan; return ``{"plans": [...], "recommended": plan or None}``."""
     if not isinstance(gpus, int) or gpus < 1:
         raise PlanError("gpus must be a positive integer, got %r" % (gpus,))
@@ -176,7 +177,7 @@ def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization
     kv_dtype = kv_cache_dtype or quant.get("kv_cache_dtype") or "auto"
     signatures = layer_signatures(model)
     results = [evaluate_plan(model, plan, gpus, gpu_memory_gib, vllm_version, utilization, max_len,
-                             kv_dtype, gpu_name, link, signatures)
+                             kv_dtype, gpu_name, link, signatures, measured_allreduce_us)
                for plan in enumerate_plans(gpus)]
     ranked = sorted(results, key=_rank_key)
     best = ranked[0] if ranked and ranked[0]["valid"] and ranked[0]["fits"] else None
@@ -196,9 +197,9 @@ def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization
     }
 
 
-def evaluate_plan_for(model, plan, inputs, gpu_name=None, link=None):
+def evaluate_plan_for(model, plan, inputs, gpu_name=None, link=None, measured_allreduce_us=None):
     """Evaluate one configured plan with the inputs ``plan_model`` settled on."""
     wanted = {"tp": plan.get("tp") or 1, "pp": plan.get("pp") or 1, "dp": plan.get("dp") or 1, "ep": bool(plan.get("ep"))}
     return evaluate_plan(model, wanted, inputs["gpus"], inputs["gpu_memory_gib"], inputs["vllm_version"],
                          inputs["gpu_memory_utilization"], inputs["max_model_len"], inputs["kv_cache_dtype"],
-                         gpu_name, link)
+                         gpu_name, link, measured_allreduce_us=measured_allreduce_us)

@@ -77,6 +77,12 @@ options:
       - The C(gpus) facts gathered by M(gauntlet.vllm.gpu_facts), used for O(gpus), O(gpu_memory_gib),
         O(gpu_name) and O(link) where those are not given.
     type: dict
+  allreduce_probe:
+    description:
+      - The C(allreduce_probe) facts of M(gauntlet.vllm.allreduce_probe) for this host. For a TP size it probed, the
+        decode estimate takes the measured all-reduce time in place of the table figure by link type
+        (RV(plans[].estimate.basis) says which it used).
+    type: dict
   vllm_version:
     description:
       - The vLLM release the plan is for, for example C(0.28.0). Rules and defaults follow it.
@@ -298,6 +304,7 @@ model_source:
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.hub import load_any_model_config
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, evaluate_plan_for, plan_model
@@ -329,6 +336,7 @@ def main():
             gpu_name=dict(type="str"),
             link=dict(type="str", choices=["pcie", "nvlink"]),
             gpu_facts=dict(type="dict"),
+            allreduce_probe=dict(type="dict"),
             vllm_version=dict(type="str", required=True),
             gpu_memory_utilization=dict(type="float"),
             max_model_len=dict(type="int"),
@@ -345,6 +353,8 @@ def main():
     )
     params = module.params
     gpus, memory, name, link = _from_gpu_facts(params)
+    probe = params["allreduce_probe"]
+    measured = (lambda world, size: measured_us(probe, world, size)) if probe else None
     if not gpus:
         module.fail_json(msg="gpus is not set and gpu_facts reports no GPUs (count 0)")
     try:
@@ -353,13 +363,14 @@ def main():
         result = plan_model(model, gpus, memory, params["vllm_version"],
                             gpu_memory_utilization=params["gpu_memory_utilization"],
                             max_model_len=params["max_model_len"], kv_cache_dtype=params["kv_cache_dtype"],
-                            gpu_name=name, link=link)
+                            gpu_name=name, link=link, measured_allreduce_us=measured)
     except (ModelConfigError, PlanError) as exc:
         module.fail_json(msg=str(exc))
 
     output = dict(changed=False, model=model, model_source=model_source, **result)
     if params["plan"]:
-        selected = evaluate_plan_for(model, params["plan"], result["inputs"], gpu_name=name, link=link)
+        selected = evaluate_plan_for(model, params["plan"], result["inputs"], gpu_name=name, link=link,
+                                     measured_allreduce_us=measured)
         output["selected"] = selected
         if params["fail_on_invalid"] and not (selected["valid"] and selected["fits"]):
             alternatives = [p["name"] for p in result["plans"] if p["valid"] and p["fits"]]
