@@ -23,7 +23,7 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import ALLREDUCE_LATENCY_US, gpu_spec
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import gpu_spec, table_allreduce_us
 
 BF16_BYTES = 2
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -93,7 +93,7 @@ def predicted_us(world_size, size_bytes, gpu_name=None, link=None):
     link = link or spec["link"]
     if world_size < 2:
         return 0.0
-    return ALLREDUCE_LATENCY_US[link] + 2.0 * (world_size - 1) / world_size * size_bytes / (spec["link_gbs"] * 1e3)
+    return table_allreduce_us(world_size, size_bytes, spec, link)
 
 
 def compare(probe, hidden_size, gpu_name=None, link=None):

@@ -296,6 +296,12 @@ def gpu_spec(gpu_name):
     return DEFAULT_GPU, GPU_SPECS[DEFAULT_GPU]
 
 
+def table_allreduce_us(world_size, size_bytes, spec, link):
+    """The table's cost of one ring all-reduce: a latency by link type plus
+    the bytes each GPU sends, 2 (n - 1) / n of the message, over the link."""
+    return ALLREDUCE_LATENCY_US[link] + 2.0 * (world_size - 1) / world_size * size_bytes / (spec["link_gbs"] * 1e3)
+
+
 def decode_estimate(model, plan, stages, gpu_name=None, link=None, measured_allreduce_us=None):
     """Single-stream decode tokens/s: each pipeline stage in turn reads its
     weights' active bytes from HBM, and each TP layer does two all-reduces
@@ -321,7 +327,7 @@ def decode_estimate(model, plan, stages, gpu_name=None, link=None, measured_allr
             per_call = measured * 1e-6
             allreduce_source = "measured on %d GPUs" % tp
         else:
-            per_call = ALLREDUCE_LATENCY_US[link] * 1e-6 + 2.0 * (tp - 1) / tp * message / (spec["link_gbs"] * 1e9)
+            per_call = table_allreduce_us(tp, message, spec, link) * 1e-6
         comm_s += 2 * layers * per_call
     moe_layers = layers - (model.get("first_k_dense") or 0) if model.get("num_experts") else 0
     if moe_layers and (plan["ep"] or plan["dp"] > 1) and plan["tp"] * plan["dp"] > 1:

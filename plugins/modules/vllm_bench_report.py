@@ -86,13 +86,12 @@ comparison:
 
 import json
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.report_files import write_atomic
 
 try:
     import matplotlib
@@ -152,14 +151,6 @@ def render_png(path, name, levels, baseline_levels):
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
-
-
-def write_atomic(module, path, data):
-    handle, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(to_bytes(data))
-    os.chmod(temp, 0o644)
-    module.atomic_move(temp, path)
 
 
 def main():

@@ -164,12 +164,11 @@ files:
 
 import json
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import gauntlet
+from ansible_collections.gauntlet.vllm.plugins.module_utils.report_files import write_atomic
 
 try:
     import matplotlib
@@ -206,23 +205,6 @@ def render_png(path, title, ranking, rank_by, budget):
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
-
-
-def write_if_changed(module, path, data):
-    """Write atomically unless the file already holds exactly this; True when written."""
-    data = to_bytes(data)
-    try:
-        with open(path, "rb") as handle:
-            if handle.read() == data:
-                return False
-    except (IOError, OSError):
-        pass
-    handle, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(data)
-    os.chmod(temp, 0o644)
-    module.atomic_move(temp, path)
-    return True
 
 
 def main():
@@ -275,8 +257,8 @@ def main():
                                "winner": best["name"] if best else None, "ranking": ranking},
                               indent=2, sort_keys=True) + "\n"
         # The plot follows the JSON: redrawn only when the figures behind it changed, or when it is missing.
-        changed = write_if_changed(module, files["json"], document)
-        changed = write_if_changed(module, files["markdown"], text) or changed
+        changed = write_atomic(module, files["json"], document, unless_unchanged=True)
+        changed = write_atomic(module, files["markdown"], text, unless_unchanged=True) or changed
         if params["plot"] and (changed or not os.path.exists(files["png"])):
             render_png(files["png"], params["name"], ranking, params["rank_by"], budget)
             changed = True
