@@ -20,6 +20,11 @@ description:
   - Meant to run on the controller (delegated to C(localhost)), where the report is read; the PNG needs matplotlib
     there.
   - Existing files of an earlier run of the same O(name) are replaced, never the history.
+  - The files are written mode 0640 and carry the marker C(gauntlet.vllm.vllm_bench_report) (a C(generator) key in
+    the JSON and on each history line, a first-line comment in the Markdown, the PNG's C(Software) text). A file
+    already at one of the paths without that marker was written by something else: the module fails naming it
+    and leaves it alone.
+  - O(baseline) is read only up to 64 MiB and must be a JSON report of this module (with a C(levels) list).
 author:
   - gauntlet.vllm contributors (@gauntlet)
 requirements:
@@ -53,7 +58,8 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    details: In check mode it computes the comparison and the table but writes nothing.
+    details: In check mode it computes the comparison and the table and writes nothing; C(changed) is true as in a
+      real run, which always appends a history line.
 seealso:
   - module: gauntlet.vllm.vllm_bench
 """
@@ -91,7 +97,10 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
-from ansible_collections.gauntlet.vllm.plugins.module_utils.report_files import write_atomic
+from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
+
+MARKER = report_files.marker_of("vllm_bench_report")
+BASELINE_MAX_BYTES = 64 * 1024 * 1024
 
 try:
     import matplotlib
@@ -149,8 +158,55 @@ def render_png(path, name, levels, baseline_levels):
         axis.legend()
     figure.suptitle(name)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, metadata={"Software": MARKER})
     plt.close(figure)
+
+
+def read_baseline(path):
+    """The levels of a baseline report, or raise ValueError naming the file and what is wrong."""
+    try:
+        if os.path.getsize(path) > BASELINE_MAX_BYTES:
+            raise ValueError("it is larger than %d MiB, which no report of this module is" % (BASELINE_MAX_BYTES >> 20))
+        with open(path, "rb") as handle:
+            baseline = json.loads(handle.read().decode("utf-8"))
+    except (IOError, OSError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError("cannot read it: %s" % exc)
+    levels = baseline.get("levels") if isinstance(baseline, dict) else None
+    if not isinstance(levels, list) or not all(isinstance(level, dict) for level in levels):
+        raise ValueError("it is not a vllm_bench JSON report (no 'levels' list of objects)")
+    return levels
+
+
+def history_line(name, recorded_at, result):
+    return json.dumps({
+        "generator": MARKER, "name": name, "recorded_at": recorded_at, "workload": result.get("workload"),
+        "peak_output_tokens_per_s": result.get("peak_output_tokens_per_s"),
+        "peak_concurrency": result.get("peak_concurrency"),
+        "saturation_concurrency": result.get("saturation_concurrency"),
+        "levels": [{key: level.get(key) for key in ("concurrency", "completed", "failed", "output_tokens_per_s",
+                                                    "request_throughput", "ttft_ms", "tpot_ms", "e2el_ms",
+                                                    "joules_per_output_token")}
+                   for level in result["levels"]]}, sort_keys=True) + "\n"
+
+
+def write_files(module, files, result, markdown, baseline_levels, name):
+    """Refuse files that are not ours (also in check mode), then write the report and append the history."""
+    for path in files.values():
+        if path:
+            report_files.check_ours(path, MARKER)
+    if module.check_mode:
+        return
+    if not os.path.isdir(os.path.dirname(files["json"])):
+        os.makedirs(os.path.dirname(files["json"]), 0o750)
+    recorded = dict(result, name=name, generator=MARKER,
+                    recorded_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    recorded.pop("ansible_facts", None)
+    report_files.write_atomic(module, files["json"], json.dumps(recorded, indent=2, sort_keys=True) + "\n")
+    report_files.write_atomic(module, files["markdown"], report_files.markdown_marker("vllm_bench_report") + markdown)
+    if files["png"]:
+        render_png(files["png"], name, result["levels"], baseline_levels)
+        os.chmod(files["png"], report_files.REPORT_MODE)
+    report_files.append_line(files["history"], history_line(name, recorded["recorded_at"], result), MARKER)
 
 
 def main():
@@ -180,13 +236,9 @@ def main():
     baseline_levels = None
     if params["baseline"]:
         try:
-            with open(params["baseline"]) as handle:
-                baseline = json.load(handle)
-        except (IOError, OSError, ValueError) as exc:
-            module.fail_json(msg="baseline: cannot read %s: %s" % (params["baseline"], exc))
-        baseline_levels = baseline.get("levels") if isinstance(baseline, dict) else None
-        if not isinstance(baseline_levels, list):
-            module.fail_json(msg="baseline: %s is not a vllm_bench JSON report (no 'levels')" % params["baseline"])
+            baseline_levels = read_baseline(params["baseline"])
+        except ValueError as exc:
+            module.fail_json(msg="baseline: %s: %s" % (params["baseline"], exc))
         rows = bench.compare_with_baseline(result["levels"], baseline_levels)
 
     base = os.path.join(params["output_dir"], params["name"])
@@ -194,26 +246,12 @@ def main():
              "png": base + ".png" if params["plot"] else None,
              "history": params["history_file"] or os.path.join(params["output_dir"], "history.jsonl")}
     markdown = render_markdown(params["name"], result, rows)
-    if not module.check_mode:
-        if not os.path.isdir(params["output_dir"]):
-            os.makedirs(params["output_dir"])
-        recorded = dict(result, name=params["name"], recorded_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        recorded.pop("ansible_facts", None)
-        write_atomic(module, files["json"], json.dumps(recorded, indent=2, sort_keys=True) + "\n")
-        write_atomic(module, files["markdown"], markdown)
-        if params["plot"]:
-            render_png(files["png"], params["name"], result["levels"], baseline_levels)
-        with open(files["history"], "a") as history:
-            history.write(json.dumps({
-                "name": params["name"], "recorded_at": recorded["recorded_at"], "workload": result.get("workload"),
-                "peak_output_tokens_per_s": result.get("peak_output_tokens_per_s"),
-                "peak_concurrency": result.get("peak_concurrency"),
-                "saturation_concurrency": result.get("saturation_concurrency"),
-                "levels": [{key: level.get(key) for key in ("concurrency", "completed", "failed", "output_tokens_per_s",
-                                                            "request_throughput", "ttft_ms", "tpot_ms", "e2el_ms",
-                                                            "joules_per_output_token")}
-                           for level in result["levels"]]}, sort_keys=True) + "\n")
-    output = dict(changed=not module.check_mode, files=files, markdown=markdown)
+    try:
+        write_files(module, files, result, markdown, baseline_levels, params["name"])
+    except report_files.ReportFileError as exc:
+        module.fail_json(msg=str(exc), files=files)
+    # A run always appends a history line, so it always changes something; check mode says so too.
+    output = dict(changed=True, files=files, markdown=markdown)
     if rows is not None:
         output["comparison"] = rows
     module.exit_json(**output)

@@ -20,6 +20,9 @@ description:
     latency against concurrency, one line per measured candidate).
   - A file whose content would not change is left alone, so a re-run of a finished gauntlet reports no change.
   - Meant to run on the controller (delegated to C(localhost)); the PNG needs matplotlib there.
+  - The files are written mode 0640 and carry the marker C(gauntlet.vllm.vllm_gauntlet_report) (a C(generator) key,
+    a first-line comment, the PNG's C(Software) text). A file already at one of the paths without that marker was
+    written by something else: the module fails naming it and leaves it alone.
 author:
   - gauntlet.vllm contributors (@gauntlet)
 requirements:
@@ -89,7 +92,8 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    details: In check mode it ranks and renders the table but writes nothing.
+    details: In check mode it ranks and renders the table, writes nothing, and predicts C(changed) by comparing with
+      the files already there.
 seealso:
   - module: gauntlet.vllm.vllm_bench
   - module: gauntlet.vllm.vllm_bench_report
@@ -168,7 +172,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import gauntlet
-from ansible_collections.gauntlet.vllm.plugins.module_utils.report_files import write_atomic
+from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
+
+MARKER = report_files.marker_of("vllm_gauntlet_report")
 
 try:
     import matplotlib
@@ -203,8 +209,25 @@ def render_png(path, title, ranking, rank_by, budget):
         axis.legend(fontsize="small")
     figure.suptitle(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, metadata={"Software": MARKER})
     plt.close(figure)
+
+
+def write_files(module, files, document, text, plot):
+    """Write (or, in check mode, predict) the JSON, Markdown and PNG; returns whether anything changed."""
+    for path in files.values():
+        if path:
+            report_files.check_ours(path, MARKER)
+    if module.check_mode:
+        changed = report_files.would_change(files["json"], document) or report_files.would_change(files["markdown"], text)
+        return changed or bool(plot and not os.path.exists(files["png"]))
+    output_dir = os.path.dirname(files["json"])
+    if not os.path.isdir(output_dir):
+        os.makedirs(output_dir, 0o750)
+    # The plot follows the JSON: redrawn only when the figures behind it changed, or when it is missing.
+    changed = report_files.write_atomic(module, files["json"], document, unless_unchanged=True)
+    changed = report_files.write_atomic(module, files["markdown"], text, unless_unchanged=True) or changed
+    return changed
 
 
 def main():
@@ -249,19 +272,18 @@ def main():
     best = gauntlet.winner(ranking)
     base = os.path.join(params["output_dir"], params["name"])
     files = {"json": base + ".json", "markdown": base + ".md", "png": base + ".png" if params["plot"] else None}
-    changed = False
-    if not module.check_mode:
-        if not os.path.isdir(params["output_dir"]):
-            os.makedirs(params["output_dir"])
-        document = json.dumps({"name": params["name"], "rank_by": params["rank_by"], "latency_budget": budget,
-                               "winner": best["name"] if best else None, "ranking": ranking},
-                              indent=2, sort_keys=True) + "\n"
-        # The plot follows the JSON: redrawn only when the figures behind it changed, or when it is missing.
-        changed = write_atomic(module, files["json"], document, unless_unchanged=True)
-        changed = write_atomic(module, files["markdown"], text, unless_unchanged=True) or changed
-        if params["plot"] and (changed or not os.path.exists(files["png"])):
-            render_png(files["png"], params["name"], ranking, params["rank_by"], budget)
-            changed = True
+    document = json.dumps({"generator": MARKER, "name": params["name"], "rank_by": params["rank_by"],
+                           "latency_budget": budget, "winner": best["name"] if best else None, "ranking": ranking},
+                          indent=2, sort_keys=True) + "\n"
+    try:
+        changed = write_files(module, files, document, report_files.markdown_marker("vllm_gauntlet_report") + text,
+                              params["plot"])
+    except report_files.ReportFileError as exc:
+        module.fail_json(msg=str(exc), files=files)
+    if not module.check_mode and params["plot"] and (changed or not os.path.exists(files["png"])):
+        render_png(files["png"], params["name"], ranking, params["rank_by"], budget)
+        os.chmod(files["png"], report_files.REPORT_MODE)
+        changed = True
     # The sweeps stay in the JSON file; the returned ranking carries only the figures, to keep task output short.
     summary = [dict((key, value) for key, value in row.items() if key != "result") for row in ranking]
     module.exit_json(changed=changed, ranking=summary, winner=summary[0] if best else None, markdown=text,

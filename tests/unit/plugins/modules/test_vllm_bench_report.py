@@ -46,7 +46,7 @@ def test_writes_json_markdown_png_and_history(run_module, tmp_path):
         assert handle.read(8) == PNG_MAGIC
     assert os.path.getsize(files["png"]) > 10000
     markdown = open(files["markdown"]).read()
-    assert markdown == result["markdown"]
+    assert markdown == "<!-- written by gauntlet.vllm.vllm_bench_report: edits are overwritten -->\n" + result["markdown"]
     assert "Peak 2048.0 output tok/s at C=32" in markdown
     assert markdown.count("\n| ") == 4          # header + one row per level
     run_module(vllm_bench_report.main, {"result": sweep(), "name": "tiny-llama-c1-32", "output_dir": str(out)})
@@ -72,16 +72,69 @@ def test_bad_inputs_name_the_field_and_write_nothing(run_module, tmp_path):
     bad.write_text("[1, 2]")
     result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "n", "output_dir": str(tmp_path),
                                                          "baseline": str(bad)})
-    assert failed and result["msg"] == "baseline: %s is not a vllm_bench JSON report (no 'levels')" % bad
+    assert failed and result["msg"] == ("baseline: %s: it is not a vllm_bench JSON report (no 'levels' list of objects)"
+                                        % bad)
     result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "../escape",
                                                          "output_dir": str(tmp_path)})
     assert failed and "name" in result["msg"]
     assert sorted(os.listdir(str(tmp_path))) == ["bad.json"]
 
 
-def test_check_mode_writes_nothing(run_module, tmp_path):
+def test_check_mode_writes_nothing_and_predicts_the_change(run_module, tmp_path):
     result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "n", "output_dir": str(tmp_path / "r"),
                                                          "_ansible_check_mode": True})
-    assert not failed and result["changed"] is False
+    # A real run always appends a history line, so check mode must say changed too.
+    assert not failed and result["changed"] is True
     assert not os.path.exists(str(tmp_path / "r"))
     assert "| 8 |" in result["markdown"]
+
+
+def test_report_files_are_0640_and_marked(run_module, tmp_path):
+    result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "n", "output_dir": str(tmp_path)})
+    assert not failed
+    for path in result["files"].values():
+        assert os.stat(path).st_mode & 0o777 == 0o640, path
+        with open(path, "rb") as handle:
+            assert b"gauntlet.vllm.vllm_bench_report" in handle.read(65536), path
+
+
+def test_never_overwrites_or_appends_to_a_file_it_did_not_write(run_module, tmp_path):
+    for suffix in (".json", ".md", ".png"):
+        out = tmp_path / suffix.strip(".")
+        out.mkdir()
+        foreign = out / ("n" + suffix)
+        foreign.write_text("somebody else's file\n")
+        result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "n", "output_dir": str(out)})
+        assert failed and result["msg"].startswith("refusing to overwrite %s: it was not written by" % foreign)
+        assert foreign.read_text() == "somebody else's file\n"
+        assert sorted(os.listdir(str(out))) == ["n" + suffix]
+    history = tmp_path / "notes.txt"
+    history.write_text("my notes\n")
+    result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "h", "output_dir": str(tmp_path / "h"),
+                                                         "history_file": str(history)})
+    assert failed and str(history) in result["msg"] and history.read_text() == "my notes\n"
+    # The refusal comes first in check mode too.
+    result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "h", "output_dir": str(tmp_path / "h"),
+                                                         "history_file": str(history), "_ansible_check_mode": True})
+    assert failed and str(history) in result["msg"]
+
+
+def test_replaces_its_own_files_and_appends_its_own_history(run_module, tmp_path):
+    args = {"result": sweep(), "name": "n", "output_dir": str(tmp_path)}
+    for dummy in range(2):
+        result, failed = run_module(vllm_bench_report.main, args)
+        assert not failed
+    assert len(open(result["files"]["history"]).readlines()) == 2
+
+
+def test_hostile_baselines_give_a_message(run_module, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    levels = tmp_path / "levels.json"
+    levels.write_text(json.dumps({"levels": [1, 2]}))
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe\x00")
+    for bad in (deep, levels, binary, tmp_path / "missing.json"):
+        result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "n", "output_dir": str(tmp_path / "o"),
+                                                             "baseline": str(bad)})
+        assert failed and result["msg"].startswith("baseline: %s: " % bad), result

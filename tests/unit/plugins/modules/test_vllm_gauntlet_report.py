@@ -40,7 +40,8 @@ def test_ranks_writes_the_table_and_the_plot_then_changes_nothing(run_module, tm
     with open(result["files"]["png"], "rb") as handle:
         assert handle.read(8) == PNG_MAGIC
     markdown = open(result["files"]["markdown"]).read()
-    assert markdown == result["markdown"] and "| skipped |" in markdown and "expert parallelism" in markdown
+    assert markdown == "<!-- written by gauntlet.vllm.vllm_gauntlet_report: edits are overwritten -->\n" + result["markdown"]
+    assert "| skipped |" in markdown and "expert parallelism" in markdown
     stamps = {key: os.stat(path).st_mtime_ns for key, path in result["files"].items()}
 
     again, failed = run_module(vllm_gauntlet_report.main, args)
@@ -48,12 +49,40 @@ def test_ranks_writes_the_table_and_the_plot_then_changes_nothing(run_module, tm
     assert {key: os.stat(path).st_mtime_ns for key, path in again["files"].items()} == stamps
 
 
-def test_check_mode_ranks_without_writing(run_module, tmp_path):
+def test_check_mode_ranks_without_writing_and_predicts_changed(run_module, tmp_path):
     out = tmp_path / "out"
-    result, failed = run_module(vllm_gauntlet_report.main, {"candidates": candidates(), "output_dir": str(out),
-                                                            "_ansible_check_mode": True})
-    assert not failed and result["changed"] is False and result["winner"]["name"] == "moe"
+    args = {"candidates": candidates(), "output_dir": str(out)}
+    result, failed = run_module(vllm_gauntlet_report.main, dict(args, _ansible_check_mode=True))
+    assert not failed and result["changed"] is True and result["winner"]["name"] == "moe"
     assert not out.exists()
+    real, failed = run_module(vllm_gauntlet_report.main, args)
+    assert not failed and real["changed"] is True
+    predicted, failed = run_module(vllm_gauntlet_report.main, dict(args, _ansible_check_mode=True))
+    assert not failed and predicted["changed"] is False
+    args["candidates"][0]["time_to_ready_s"] = 99.0
+    predicted, failed = run_module(vllm_gauntlet_report.main, dict(args, _ansible_check_mode=True))
+    real, failed = run_module(vllm_gauntlet_report.main, args)
+    assert predicted["changed"] is True and real["changed"] is True
+
+
+def test_never_overwrites_a_file_it_did_not_write(run_module, tmp_path):
+    for suffix in (".json", ".md", ".png"):
+        out = tmp_path / suffix.strip(".")
+        out.mkdir()
+        foreign = out / ("g" + suffix)
+        foreign.write_text("{}")
+        for check_mode in (True, False):
+            result, failed = run_module(vllm_gauntlet_report.main, {"candidates": candidates(), "output_dir": str(out),
+                                                                    "name": "g", "_ansible_check_mode": check_mode})
+            assert failed and result["msg"].startswith("refusing to overwrite %s" % foreign)
+        assert foreign.read_text() == "{}" and os.listdir(str(out)) == ["g" + suffix]
+
+
+def test_report_files_are_0640(run_module, tmp_path):
+    result, failed = run_module(vllm_gauntlet_report.main, {"candidates": candidates(), "output_dir": str(tmp_path)})
+    assert not failed
+    for path in result["files"].values():
+        assert os.stat(path).st_mode & 0o777 == 0o640, path
 
 
 def test_budget_ranking_needs_a_budget_and_names_bad_input(run_module, tmp_path):
