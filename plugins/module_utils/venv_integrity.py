@@ -543,81 +543,82 @@ def _relative(full, site):
     return os.path.relpath(full, site).replace(os.sep, "/")
 
 
-def check_venv(venv, distributions=None, workers=None, ignore=None):
-    """Check the distributions installed in ``venv``; return the result dict (see the module's RETURN).
+def _read_records(dists, site_dirs, warnings):
+    """Read every distribution's RECORD paths; return the recorded paths by site-packages directory.
 
-    :raises VenvIntegrityError: on bad input (venv path, options, a checked distribution's RECORD).
+    A RECORD that cannot be read sets the distribution's ``record_error``.
     """
-    started = time.monotonic()
-    wanted = normalize_distributions(distributions)
-    if workers is None:
-        workers = default_workers()
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise VenvIntegrityError("workers: must be a positive integer, got %r" % (workers,))
-    ignored = compile_ignore(ignore)
-    root, site_dirs = find_site_packages(venv)
-    primary = site_dirs[0]
-    warnings = []
-
-    dists = find_distributions(site_dirs)
-    by_key = {}
-    for dist in dists:
-        by_key.setdefault(dist["key"], []).append(dist)
-
-    # Every RECORD's paths: the files some distribution installed, by site-packages directory.
     recorded = dict((site, set()) for site in site_dirs)
     for dist in dists:
         try:
             dist["paths"] = record_paths(os.path.join(dist["dist_info"], "RECORD"))
         except VenvIntegrityError as exc:
             dist["record_error"] = str(exc)
-            warnings.append("%s (the files of %s count as recorded by no distribution)" % (exc, dist["key"]))
+            warnings.append("%s (RECORD unreadable: the files of %s count as recorded by no distribution, and the "
+                            "folders it may own are left out of the unrecorded check)" % (exc, dist["key"]))
             continue
         site = dist["site"]
         recorded[site].update(recorded_key(site, path) for path in dist["paths"])
+    return recorded
 
-    def pick(key):
-        candidates = by_key.get(key)
-        if not candidates:
-            return None
-        if len(candidates) > 1:
-            chosen = max(candidates, key=lambda dist: os.stat(dist["dist_info"]).st_mtime)
-            warnings.append("%s: %d .dist-info folders for distribution %s (%s); checking the newest, %s"
-                            % (root, len(candidates), key, ", ".join(dist["dist_info"] for dist in candidates),
-                               chosen["dist_info"]))
-            return chosen
-        return candidates[0]
 
-    # Which distributions to check: the requested ones, and for an alias (a distribution installing
-    # no files of its own) the distributions it requires that provide its import name.
+def _pick(by_key, key, root, warnings):
+    """The installed distribution ``key`` (the newest where several .dist-info folders exist), or None."""
+    candidates = by_key.get(key)
+    if not candidates:
+        return None
+    if len(candidates) > 1:
+        chosen = max(candidates, key=lambda dist: os.stat(dist["dist_info"]).st_mtime)
+        warnings.append("%s: %d .dist-info folders for distribution %s (%s); checking the newest, %s"
+                        % (root, len(candidates), key, ", ".join(dist["dist_info"] for dist in candidates),
+                           chosen["dist_info"]))
+        return chosen
+    return candidates[0]
+
+
+def _required_names(dist):
+    required = []
+    for requirement in dist["requires"]:
+        match = REQUIREMENT_NAME.match(requirement)
+        if match and normalize_name(match.group(1)) not in required:
+            required.append(normalize_name(match.group(1)))
+    return required
+
+
+def _select(wanted, by_key, root, warnings):
+    """Which distributions to check: ``(checked, not_installed, provided_by)``.
+
+    The requested ones, and for an alias (a distribution installing no files of its own) the distributions it
+    requires that provide its import name.  A checked distribution whose RECORD cannot be parsed gets
+    ``record_error`` (and no entries) instead of failing the check.
+    """
     checked = []
     not_installed = []
     provided_by = {}
     queue = list(wanted)
     while queue:
         key = queue.pop(0)
-        dist = pick(key)
+        dist = _pick(by_key, key, root, warnings)
         if dist is None:
             not_installed.append(key)
             continue
         if any(other is dist for other in checked):
             continue
         checked.append(dist)
-        if dist["record_error"]:
-            raise VenvIntegrityError(dist["record_error"])
-        dist["entries"] = parse_record(os.path.join(dist["dist_info"], "RECORD"))
         provided_by[key] = []
-        if installs_files(dist):
+        dist["entries"] = []
+        if not dist["record_error"]:
+            try:
+                dist["entries"] = parse_record(os.path.join(dist["dist_info"], "RECORD"))
+            except VenvIntegrityError as exc:
+                dist["record_error"] = str(exc)
+        if dist["record_error"] or installs_files(dist):
             continue
         import_name = key.replace("-", "_")
-        required = []
-        for requirement in dist["requires"]:
-            match = REQUIREMENT_NAME.match(requirement)
-            if match and normalize_name(match.group(1)) not in required:
-                required.append(normalize_name(match.group(1)))
+        required = _required_names(dist)
         for other_key in required:
-            other = pick(other_key)
-            # A provider with an unreadable RECORD is recognised by its top_level.txt, and then fails the check.
+            other = _pick(by_key, other_key, root, warnings)
+            # A provider with an unreadable RECORD is recognised by its top_level.txt, and then reported as drift.
             if other is None or import_name not in import_names(other):
                 continue
             provided_by[key].append(other_key)
@@ -626,39 +627,101 @@ def check_venv(venv, distributions=None, workers=None, ignore=None):
             warnings.append("%s: distribution %s installs no files, and none of the distributions it requires (%s) "
                             "is installed and provides the package %s"
                             % (dist["dist_info"], key, ", ".join(required) or "none", import_name))
+    return checked, not_installed, provided_by
 
-    # The files to look at, one job each.
+
+def guarded_names(dist):
+    """Top-level names of site-packages a distribution whose RECORD is unreadable may own, or None when unknowable.
+
+    Taken from its top_level.txt (plus its own name spelled as a module); without a readable top_level.txt
+    listing a name, nothing tells which folders hold its files.
+    """
+    try:
+        with open(os.path.join(dist["dist_info"], "top_level.txt"), "rb") as handle:
+            words = handle.read().decode("utf-8", "replace").split()
+    except (IOError, OSError):
+        return None
+    names = set()
+    for word in words:
+        name = word.strip().split("/")[0]
+        if TOP_LEVEL_NAME.match(name) and name not in (".", ".."):
+            names.add(name)
+    if not names:
+        return None
+    names.add(dist["key"].replace("-", "_"))
+    return names
+
+
+def _unreadable_records(dists, checked, folder_owners):
+    """The distributions whose RECORD is unreadable: ``(entries, excluded)``.
+
+    ``entries`` describe each (for the result's ``record_unreadable``); ``excluded`` is the set of package
+    folders (absolute) left out of the unrecorded check because such a distribution may own files in them.
+    One blocks the check (``clean`` false) when it is checked itself, or when it may own files in a checked
+    distribution's package folder (its top-level names are unknown, or one of them is such a folder).
+    """
+    entries = []
+    excluded = set()
+    for dist in dists:
+        if not dist["record_error"]:
+            continue
+        names = guarded_names(dist)
+        if names is None:
+            overlap = sorted(folder_owners)
+        else:
+            overlap = sorted(folder for folder in folder_owners if os.path.dirname(folder) == dist["site"]
+                             and os.path.basename(folder) in names)
+        is_checked = any(other is dist for other in checked)
+        excluded.update(overlap)
+        entries.append({
+            "name": dist["key"],
+            "dist_info": dist["dist_info"],
+            "error": dist["record_error"],
+            "top_level": sorted(names) if names is not None else None,
+            "checked": is_checked,
+            "excluded": overlap,
+            "blocks": bool(is_checked or overlap or names is None),
+        })
+    return entries, excluded
+
+
+def _new_report(dist, provided_by):
+    return {
+        "name": dist["name"],
+        "version": dist["version"],
+        "dist_info": dist["dist_info"],
+        "site_packages": dist["site"],
+        "provided_by": provided_by,
+        "record_error": dist["record_error"],
+        "files_checked": 0,
+        "files_hashed": 0,
+        "bytes_hashed": 0,
+        "modified": [],
+        "missing": [],
+        "unrecorded": [],
+        "clean": True,
+    }
+
+
+def _check_recorded(checked, reports, ignored, workers, primary, flat):
+    """Hash and stat every checked RECORD entry; fill the reports' ``modified``/``missing``.
+
+    Returns ``(files_hashed, bytes_hashed)``.
+    """
     jobs = []
     owners = []
-    reports = {}
     for dist in checked:
         key = dist["key"]
         site = dist["site"]
-        report = {
-            "name": dist["name"],
-            "version": dist["version"],
-            "dist_info": dist["dist_info"],
-            "site_packages": site,
-            "provided_by": provided_by.get(key, []),
-            "files_checked": 0,
-            "files_hashed": 0,
-            "bytes_hashed": 0,
-            "modified": [],
-            "missing": [],
-            "unrecorded": [],
-            "clean": True,
-        }
-        reports[key] = report
         for path, algorithm, digest, size in dist["entries"]:
             if is_bytecode(path) or (ignored is not None and ignored.match(path)):
                 continue
             jobs.append((resolve(site, path), algorithm, size))
             owners.append((key, path, digest, size))
-            report["files_checked"] += 1
+            reports[key]["files_checked"] += 1
 
     results = run_jobs(jobs, workers)
 
-    flat = {"modified": set(), "missing": set(), "unrecorded": set()}
     files_hashed = 0
     bytes_hashed = 0
     for (key, path, digest, size), job, found in zip(owners, jobs, results):
@@ -675,17 +738,7 @@ def check_venv(venv, distributions=None, workers=None, ignore=None):
             report["missing"].append(path)
             flat["missing"].add(shown)
             continue
-        reason = None
-        if state == FOUND_SPECIAL:
-            reason = "not a regular file"
-        elif state == FOUND_ERROR:
-            reason = "cannot read: %s" % error
-        elif algorithm is not None:
-            size_differs = size is not None and actual_size != size
-            if actual_digest != digest:
-                reason = "size and %s differ" % algorithm if size_differs else "%s differs" % algorithm
-            elif size_differs:
-                reason = "size differs"
+        reason = _modified_reason(state, error, algorithm, digest, size, actual_size, actual_digest)
         if reason is None:
             continue
         report["modified"].append({
@@ -697,15 +750,46 @@ def check_venv(venv, distributions=None, workers=None, ignore=None):
             "actual_hash": "%s=%s" % (algorithm, actual_digest) if actual_digest is not None else None,
         })
         flat["modified"].add(shown)
+    return files_hashed, bytes_hashed
 
-    # Files in the checked distributions' package folders that no RECORD lists.
+
+def _modified_reason(state, error, algorithm, digest, size, actual_size, actual_digest):
+    """Why a file found on disk differs from its RECORD entry, or None."""
+    if state == FOUND_SPECIAL:
+        return "not a regular file"
+    if state == FOUND_ERROR:
+        return "cannot read: %s" % error
+    if algorithm is None:
+        return None
+    size_differs = size is not None and actual_size != size
+    if actual_digest != digest:
+        return "size and %s differ" % algorithm if size_differs else "%s differs" % algorithm
+    if size_differs:
+        return "size differs"
+    return None
+
+
+def package_folders(checked):
+    """The package folders (absolute) of the checked distributions whose RECORD was read, and who owns each.
+
+    Only these folders are searched for unrecorded files (and so only files in them can ever be quarantined).
+    """
     folder_owners = {}
     for dist in checked:
+        if dist["record_error"]:
+            continue
         for folder in top_level_folders(dist):
             full = os.path.join(dist["site"], folder)
             if os.path.isdir(full) and not os.path.islink(full):
                 folder_owners.setdefault(full, []).append(dist)
+    return folder_owners
+
+
+def _find_unrecorded(folder_owners, excluded, recorded, reports, ignored, primary, flat, warnings):
+    """Files in the checked package folders (less ``excluded``) that no RECORD lists."""
     for folder in sorted(folder_owners):
+        if folder in excluded:
+            continue
         files, problems = _walk_files(folder)
         warnings.extend(problems)
         site = folder_owners[folder][0]["site"]
@@ -719,14 +803,79 @@ def check_venv(venv, distributions=None, workers=None, ignore=None):
                 reports[dist["key"]]["unrecorded"].append(path)
                 flat["unrecorded"].add(path if site == primary else _relative(full, primary))
 
+
+def _unrepairable(not_installed, unreadable):
+    """Messages for the drift that a reinstall of the checked distributions and a quarantine cannot put right."""
+    messages = ["%s: named in distributions but not installed in the venv" % key for key in not_installed]
+    for entry in unreadable:
+        if not entry["blocks"]:
+            continue
+        if entry["top_level"] is None:
+            scope = "its top-level folders are unknown (no top_level.txt), so no unrecorded file is looked for"
+        elif entry["excluded"]:
+            scope = "files in %s are not looked for nor ever quarantined" % ", ".join(entry["excluded"])
+        else:
+            scope = "its files cannot be checked, and its folders are not searched for unrecorded files"
+        messages.append("%s: RECORD unreadable (%s); %s" % (entry["name"], entry["error"], scope))
+    return messages
+
+
+def _summary(clean, flat, not_installed, unreadable):
+    if clean:
+        return "clean"
+    parts = ["%d modified, %d missing, %d unrecorded files" % (len(flat["modified"]), len(flat["missing"]),
+                                                               len(flat["unrecorded"]))]
+    if not_installed:
+        parts.append("not installed: %s" % ", ".join(not_installed))
+    blocking = [entry["name"] for entry in unreadable if entry["blocks"]]
+    if blocking:
+        parts.append("RECORD unreadable: %s" % ", ".join(blocking))
+    return "not clean: " + "; ".join(parts)
+
+
+def check_venv(venv, distributions=None, workers=None, ignore=None):
+    """Check the distributions installed in ``venv``; return the result dict (see the module's RETURN).
+
+    Never changes anything.  Drift (modified, missing or unrecorded files, a named distribution that is not
+    installed, an unreadable RECORD) is reported with ``clean`` false, never raised.
+    :raises VenvIntegrityError: on bad input (venv path, options).
+    """
+    started = time.monotonic()
+    wanted = normalize_distributions(distributions)
+    if workers is None:
+        workers = default_workers()
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise VenvIntegrityError("workers: must be a positive integer, got %r" % (workers,))
+    ignored = compile_ignore(ignore)
+    root, site_dirs = find_site_packages(venv)
+    primary = site_dirs[0]
+    warnings = []
+
+    dists = find_distributions(site_dirs)
+    by_key = {}
+    for dist in dists:
+        by_key.setdefault(dist["key"], []).append(dist)
+    recorded = _read_records(dists, site_dirs, warnings)
+    checked, not_installed, provided_by = _select(wanted, by_key, root, warnings)
+    reports = dict((dist["key"], _new_report(dist, provided_by.get(dist["key"], []))) for dist in checked)
+
+    flat = {"modified": set(), "missing": set(), "unrecorded": set()}
+    files_hashed, bytes_hashed = _check_recorded(checked, reports, ignored, workers, primary, flat)
+    folder_owners = package_folders(checked)
+    unreadable, excluded = _unreadable_records(dists, checked, folder_owners)
+    _find_unrecorded(folder_owners, excluded, recorded, reports, ignored, primary, flat, warnings)
+
     for report in reports.values():
         report["missing"].sort()
         report["unrecorded"].sort()
         report["modified"].sort(key=lambda entry: entry["path"])
-        report["clean"] = not (report["modified"] or report["missing"] or report["unrecorded"])
+        report["clean"] = not (report["modified"] or report["missing"] or report["unrecorded"] or report["record_error"])
+    unrepairable = _unrepairable(not_installed, unreadable)
+    clean = all(report["clean"] for report in reports.values()) and not unrepairable
 
     return {
-        "clean": all(report["clean"] for report in reports.values()),
+        "clean": clean,
+        "msg": _summary(clean, flat, not_installed, unreadable),
         "venv": root,
         "site_packages": primary,
         "distributions": reports,
@@ -734,6 +883,8 @@ def check_venv(venv, distributions=None, workers=None, ignore=None):
         "missing": sorted(flat["missing"]),
         "unrecorded": sorted(flat["unrecorded"]),
         "not_installed": not_installed,
+        "record_unreadable": unreadable,
+        "unrepairable": unrepairable,
         "files_checked": sum(report["files_checked"] for report in reports.values()),
         "files_hashed": files_hashed,
         "bytes_hashed": bytes_hashed,

