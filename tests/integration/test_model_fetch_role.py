@@ -172,3 +172,30 @@ def test_air_gapped_copy_from_the_controller_is_verified_and_idempotent(tmp_path
     assert broken.returncode != 0
     assert "model-00002-of-00003.safetensors" in broken.stdout
     assert shard.exists()
+
+
+def test_a_foreign_file_at_the_record_path_is_refused_and_kept(tmp_path):
+    files = repo_files("tiny-llama")
+    dest = tmp_path / "models" / "tiny-llama"
+    dest.mkdir(parents=True)
+    # Somebody's own notes where the role keeps its record: not a record of this role.
+    foreign = dest / ".gauntlet-fetch-gauntlet--tiny-llama.json"
+    foreign.write_text('{"request": {}, "mine": true}\n')
+    with FakeHub({"gauntlet/tiny-llama": files}) as hub:
+        result = run_role(tmp_path, hub, "gauntlet/tiny-llama", dest)
+        assert result.returncode != 0
+        assert downloads(hub) == []
+    assert "%s on localhost exists but was not written by gauntlet.vllm.model_fetch" % foreign in result.stdout
+    assert foreign.read_text() == '{"request": {}, "mine": true}\n'
+    assert sorted(os.listdir(str(dest))) == [foreign.name]
+
+
+def test_the_record_is_marked_and_not_world_readable(tmp_path):
+    files = repo_files("tiny-llama")
+    dest = tmp_path / "models" / "tiny-llama"
+    with FakeHub({"gauntlet/tiny-llama": files}) as hub:
+        result = run_role(tmp_path, hub, "gauntlet/tiny-llama", dest)
+        assert result.returncode == 0, result.stdout[-4000:]
+    record = dest / ".gauntlet-fetch-gauntlet--tiny-llama.json"
+    assert json.loads(record.read_text())["generator"] == "gauntlet.vllm.model_fetch"
+    assert os.stat(str(record)).st_mode & 0o777 == 0o640
