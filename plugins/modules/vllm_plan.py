@@ -52,13 +52,13 @@ options:
     type: str
   gpus:
     description:
-      - Number of GPUs on the host. Defaults to the C(count) in O(gpu_facts).
+      - Number of GPUs on the host, from 1 to 64 (the planner plans one host). Defaults to the C(count) in O(gpu_facts).
     type: int
   gpu_memory_gib:
     description:
-      - Memory of one GPU in GiB. Defaults to the smallest device's total memory in O(gpu_facts), else to the
-        public specification of O(gpu_name) (an RTX PRO 6000 Blackwell's 96 GB when no name is known);
-        RV(inputs) says which.
+      - Memory of one GPU in GiB, above 0 and at most 1024. Defaults to the smallest device's total memory in
+        O(gpu_facts), else to the public specification of O(gpu_name) (an RTX PRO 6000 Blackwell's 96 GB when no
+        name is known); RV(inputs) says which.
     type: float
   gpu_name:
     description:
@@ -85,27 +85,37 @@ options:
     type: dict
   vllm_version:
     description:
-      - The vLLM release the plan is for, for example C(0.28.0). Rules and defaults follow it.
+      - The vLLM release the plan is for, for example C(0.28.0) (C(v0.30), C(0.32.0+cpu) and C(0.32.0rc1) are read too).
+        Rules and defaults follow it. Anything that is not a release number fails the task.
+      - A release outside the ones the rules were read from (0.28.0 to 0.32.0) gets a warning and
+        RV(version_warning), as its verdicts restate the nearest release read.
     type: str
     required: true
   gpu_memory_utilization:
     description:
-      - Share of each GPU's memory vLLM may use. Defaults to vLLM's default for O(vllm_version)
-        (0.92 for 0.28 to 0.32).
+      - Share of each GPU's memory vLLM may use, above 0 and at most 1 (as vLLM requires). Defaults to vLLM's default
+        for O(vllm_version) (0.92 for 0.28 to 0.32).
     type: float
   max_model_len:
     description:
-      - Longest request to plan for. Defaults to the model's C(max_position_embeddings).
+      - Longest request to plan for, at least 1 (vLLM's C(-1), fit to memory, cannot be planned for). Defaults to the
+        model's C(max_position_embeddings).
     type: int
   kv_cache_dtype:
     description:
       - KV cache data type. Defaults to the one the checkpoint declares (for example C(fp8)), else C(auto)
         (the model's dtype).
+      - One of the values vLLM 0.32.0's C(--kv-cache-dtype) accepts (C(CacheDType) in C(vllm/config/cache.py)) -
+        C(auto), C(float16), C(bfloat16), C(fp8), C(fp8_e4m3), C(fp8_e5m2), C(fp8_inc), C(fp8_ds_mla), C(nvfp4_ds_mla),
+        C(turboquant_k8v4), C(turboquant_4bit_nc), C(turboquant_k3v4_nc), C(turboquant_3bit_nc), C(ultraquant_4bit),
+        C(int4_per_token_head), C(int8_per_token_head), C(fp8_per_token_head), C(nvfp4), C(nvfp4_4over6). Any other
+        value fails the task. The KV sizes of the scaled and packed layouts are approximate (a warning says so).
     type: str
   plan:
     description:
       - The plan a deployment is configured with. It is returned as RV(selected), and with
         O(fail_on_invalid) the task fails when vLLM would reject it or it does not fit.
+      - Sizes are integers from 1 to 64; a size below 1 (or a boolean) fails the task whatever O(fail_on_invalid) says.
     type: dict
     suboptions:
       tp:
@@ -290,6 +300,13 @@ inputs:
     vllm_version: 0.28.0
     runtime_reserve_gib: 3.0
     gpu_memory_from: given
+version_warning:
+  description:
+    - Null when O(vllm_version) is one of the releases the rules were read from (0.28.0 to 0.32.0); otherwise the
+      warning, also given as a task warning, that the verdicts restate the nearest release read.
+  returned: always
+  type: str
+  sample: "vllm_version 0.34.0 is not one of the releases the planner's rules were read from (0.28.0 to 0.32.0): ..."
 model:
   description: The normalised model facts the plans were made for (as M(gauntlet.vllm.model_config_info) returns).
   returned: always
@@ -307,15 +324,16 @@ from ansible.module_utils.basic import AnsibleModule, env_fallback
 from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.hub import load_any_model_config
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, evaluate_plan_for, plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, check_inputs, evaluate_plan_for, plan_model
 
 
 def _from_gpu_facts(params):
+    # A given value, even 0, is the user's: the planner checks it and names it.
     facts = params.get("gpu_facts") or {}
     devices = facts.get("devices") or []
-    gpus = params.get("gpus") or facts.get("count")
+    gpus = params["gpus"] if params.get("gpus") is not None else facts.get("count")
     memory = params.get("gpu_memory_gib")
-    if not memory and devices:
+    if memory is None and devices:
         memory = min(d.get("memory_total_bytes") or 0 for d in devices) / float(1024 ** 3)
     name = params.get("gpu_name") or (devices[0].get("name") if devices else None)
     link = params.get("link")
@@ -355,9 +373,12 @@ def main():
     gpus, memory, name, link = _from_gpu_facts(params)
     probe = params["allreduce_probe"]
     measured = (lambda world, size: measured_us(probe, world, size)) if probe else None
-    if not gpus:
-        module.fail_json(msg="gpus is not set and gpu_facts reports no GPUs (count 0)")
+    if params["gpus"] is None and not gpus:
+        module.fail_json(msg="gpus is not set and gpu_facts reports no GPUs (count %s)" % (gpus or 0))
     try:
+        # Bad numbers are refused before anything is read or fetched.
+        check_inputs(gpus, memory, params["vllm_version"], params["gpu_memory_utilization"], params["max_model_len"],
+                     params["kv_cache_dtype"], link, params["plan"])
         model, model_source = load_any_model_config(params["model"], params["revision"], params["hf_endpoint"],
                                                     params["hf_token"])
         result = plan_model(model, gpus, memory, params["vllm_version"],
@@ -367,7 +388,11 @@ def main():
     except (ModelConfigError, PlanError) as exc:
         module.fail_json(msg=str(exc))
 
+    warnings = result.pop("warnings")
     output = dict(changed=False, model=model, model_source=model_source, **result)
+    if warnings:
+        # Returned as the result's warnings, Ansible shows them as task warnings.
+        output["warnings"] = warnings
     if params["plan"]:
         selected = evaluate_plan_for(model, params["plan"], result["inputs"], gpu_name=name, link=link,
                                      measured_allreduce_us=measured)

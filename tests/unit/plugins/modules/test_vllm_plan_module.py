@@ -9,6 +9,8 @@ __metaclass__ = type
 import json
 import os
 
+import pytest
+
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_plan
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures")
@@ -100,3 +102,58 @@ def test_gated_hub_repo_needs_the_token_and_never_shows_it(run_module):
         assert failed and "repository not found" in missing["msg"]
         bad_rev, failed = run_module(vllm_plan.main, dict(base, hf_token="hf_sekrit_token", revision="v0"))
         assert failed and "revision 'v0' not found" in bad_rev["msg"]
+
+
+BASE = {"model": MINIMAX, "gpus": 8, "gpu_memory_gib": 89.4, "vllm_version": "0.32.0", "max_model_len": 32768}
+
+
+@pytest.mark.parametrize("changes, named, value", [
+    ({"plan": {"tp": -2}}, "plan.tp", "-2"),
+    ({"plan": {"tp": 0}}, "plan.tp", "0"),
+    ({"plan": {"pp": -1}}, "plan.pp", "-1"),
+    ({"plan": {"dp": -1}}, "plan.dp", "-1"),
+    ({"plan": {"tp": True}}, "plan.tp", "True"),
+    ({"gpus": 0}, "gpus", "0"),
+    ({"gpus": -8}, "gpus", "-8"),
+    ({"gpus": 1000}, "gpus", "1000"),
+    ({"gpu_memory_gib": 0}, "gpu_memory_gib", "0.0"),
+    ({"gpu_memory_utilization": 0}, "gpu_memory_utilization", "0.0"),
+    ({"max_model_len": 0}, "max_model_len", "0"),
+    ({"max_model_len": -1}, "max_model_len", "-1"),
+    ({"kv_cache_dtype": "banana"}, "kv_cache_dtype", "'banana'"),
+    ({"vllm_version": "banana"}, "vllm_version", "'banana'"),
+])
+def test_hostile_numbers_fail_naming_the_option(run_module, changes, named, value):
+    # fail_on_invalid is off: a bad input is an error of the task, not a plan vLLM would reject.
+    result, failed = run_module(vllm_plan.main, dict(BASE, fail_on_invalid=False, **changes))
+    assert failed
+    assert named in result["msg"] and value in result["msg"], result["msg"]
+    assert "plans" not in result
+
+
+def test_bad_numbers_fail_before_the_model_is_read(run_module, tmp_path):
+    result, failed = run_module(vllm_plan.main, dict(BASE, model=str(tmp_path / "missing"), plan={"tp": -2}))
+    assert failed and "plan.tp" in result["msg"]
+
+
+def test_gpus_from_gpu_facts_with_no_gpus_says_not_set(run_module):
+    result, failed = run_module(vllm_plan.main, {"model": MINIMAX, "vllm_version": "0.32.0",
+                                                 "gpu_facts": {"count": 0, "devices": []}})
+    assert failed and "gpus is not set" in result["msg"]
+
+
+def test_a_release_outside_the_rules_range_warns(run_module):
+    result, failed = run_module(vllm_plan.main, dict(BASE, vllm_version="0.34.0"))
+    assert not failed, result.get("msg")
+    assert "0.34.0" in result["version_warning"] and "0.28.0 to 0.32.0" in result["version_warning"]
+    assert result["warnings"] == [result["version_warning"]]
+    inside, failed = run_module(vllm_plan.main, BASE)
+    assert not failed
+    assert inside["version_warning"] is None and "warnings" not in inside
+
+
+def test_gpus_zero_is_a_bad_value_not_a_missing_one(run_module):
+    result, failed = run_module(vllm_plan.main, dict(BASE, gpus=0))
+    assert failed
+    assert "not set" not in result["msg"]
+    assert result["msg"].startswith("gpus must be an integer from 1 to 64") and "got 0" in result["msg"]
