@@ -20,7 +20,7 @@ import time
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import load_phase
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import load_phase, redact_text
 
 # The options of the module and of the action plugin (which validates them before its loop).
 ARGUMENT_SPEC = dict(
@@ -29,6 +29,7 @@ ARGUMENT_SPEC = dict(
     model=dict(type="str", required=True),
     api=dict(type="str", default="completions", choices=["completions", "chat"]),
     api_key=dict(type="str", no_log=True),
+    validate_certs=dict(type="bool", default=True),
     prompt=dict(type="str", default="The capital of France is"),
     max_tokens=dict(type="int", default=8, no_log=False),
     timeout=dict(type="int"),
@@ -108,7 +109,8 @@ def journal(module, args):
     return out.splitlines() if rc == 0 else []
 
 
-def _request(url, payload, api_key, timeout):
+def _request(url, payload, api_key, timeout, validate_certs=True):
+    """One request; a redirect is never followed, so the API key never goes to another address."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = "Bearer %s" % api_key
@@ -116,10 +118,15 @@ def _request(url, payload, api_key, timeout):
     try:
         response = open_url(url, data=None if payload is None else json.dumps(payload),
                             method="GET" if payload is None else "POST", headers=headers,
-                            timeout=timeout, validate_certs=False)
+                            timeout=timeout, validate_certs=validate_certs, follow_redirects="none")
         body = response.read()
         status = response.getcode()
     except HTTPError as exc:
+        if 300 <= exc.code < 400:
+            location = exc.headers.get("Location") if exc.headers is not None else None
+            return {"status": exc.code, "latency_s": round(time.monotonic() - started, 3),
+                    "error": "HTTP %s: the server redirects to %s; not followed, so the API key stays with %s" % (
+                        exc.code, redact_text(location or "(no Location)"), url)}
         body = exc.read() if hasattr(exc, "read") else b""
         status = exc.code
     except (URLError, OSError, ValueError) as exc:
@@ -150,7 +157,8 @@ def try_completion(params):
         url = base + "/v1/completions"
         payload = {"model": params["model"], "prompt": params["prompt"]}
     payload.update({"max_tokens": params["max_tokens"], "temperature": 0})
-    answer = _request(url, payload, params.get("api_key"), params["request_timeout"])
+    answer = _request(url, payload, params.get("api_key"), params["request_timeout"],
+                      params.get("validate_certs", True))
     body = answer.pop("json", None)
     answer["ok"] = False
     if answer["status"] == 200 and isinstance(body, dict):
@@ -170,7 +178,9 @@ def probe(module, params):
     """Everything the wait needs to decide, from one look at the target."""
     now = time.monotonic()
     state = unit_state(module, params["unit"])
-    tail = journal(module, ["-u", params["unit"], "-n", str(params["journal_lines"]), "-o", "short-iso"])
+    # Journal lines can hold a command line (someone's --api-key) or a secret a program printed.
+    tail = redact_text(journal(module, ["-u", params["unit"], "-n", str(params["journal_lines"]), "-o", "short-iso"]),
+                       [params.get("api_key")])
     phase = None
     if state["invocation_id"]:
         phase = load_phase(journal(module, ["_SYSTEMD_INVOCATION_ID=%s" % state["invocation_id"], "-o", "cat",
@@ -179,7 +189,7 @@ def probe(module, params):
     completion = None
     if state["active_state"] in ("active", "activating", "reloading"):
         health = _request(params["base_url"].rstrip("/") + "/health", None, params.get("api_key"),
-                          min(10, params["request_timeout"]))
+                          min(10, params["request_timeout"]), params.get("validate_certs", True))
         health.pop("json", None)
         if health["status"] == 200:
             completion = try_completion(params)
@@ -271,7 +281,8 @@ def wait_until_ready(look_once, params, progress, sleep=time.sleep, clock=time.m
             if outcome != "failed":
                 why = "not ready after %s (limit %d s; scale it with checkpoint_bytes or set timeout)" % (
                     _clock(waited), limit)
-            tail = look.get("journal_tail") or []
+            # Redacted on the target already; again here, where the action plugin's result is not masked.
+            tail = redact_text(look.get("journal_tail") or [], [params.get("api_key")])
             base.update(failed=True, ready=False, journal_tail=tail, msg="%s: %s; state %s/%s, last phase: %s. Last journal lines:\n%s" % (
                 unit, why, state["active_state"], state["sub_state"], phase or "none seen",
                 "\n".join(tail) or "(journal empty)"))

@@ -8,6 +8,12 @@ Pure functions over the text ``systemctl show`` prints, so they can be tested wi
 The module ``vllm_service_info`` runs systemctl and hands the text here; ``vllm_wait`` uses
 ``load_phase`` to tell the controller how far a starting server has got.
 
+Secrets: ``redact_argv`` and ``redact_text`` hide the values of vLLM's secret-bearing flags
+(``SECRET_FLAGS``), secret-looking environment assignments, bearer tokens and passwords in URLs in
+whatever is reported (facts, records, messages, journal lines). ``secret_input_problems`` is what
+the role ``vllm_service`` refuses before it writes anything: a secret on the command line or in
+the world-readable part of the unit. ``listen_host`` decides the address a server listens on.
+
 A unit is a vLLM unit when its ExecStart runs ``vllm serve`` (any path to the ``vllm`` console
 script, also inside ``sh -c``) or ``python -m vllm.entrypoints.openai.api_server``. Its GPUs are
 those of ``CUDA_VISIBLE_DEVICES`` in its Environment; a unit without it sees every GPU, which on
@@ -162,7 +168,8 @@ def describe_unit(props):
         "devices": parse_devices(env.get("CUDA_VISIBLE_DEVICES")),
         "port": port,
         "model": served_model(argv),
-        "argv": argv,
+        # Units written by anybody: someone's --api-key must not become a fact.
+        "argv": redact_argv(argv),
     }
 
 
@@ -221,3 +228,241 @@ def load_phase(lines):
                 if match.groups():
                     phase = "%s (shards %s/%s, %s%%)" % (name, match.group(2), match.group(3), match.group(1))
     return phase
+
+
+# ---- secrets ----------------------------------------------------------------------------------
+
+REDACTED = "********"
+
+# The `vllm serve` flags (vLLM 0.32) whose value is a secret, as vLLM's own redact_sensitive_args
+# lists them (api_key, hf_token, watermark_config): the shortest prefix argparse accepts for
+# each (it takes unambiguous abbreviations, and vLLM reads "_" as "-"), how many values follow
+# ("+" one or more, "?" none or one, 1 exactly one), and what to use instead.
+SECRET_FLAGS = (
+    ("--api-key", "--api-k", "+", "vllm_service_api_key (the environment file's VLLM_API_KEY)"),
+    ("--hf-token", "--hf-t", "?", "vllm_service_hf_token (the environment file's HF_TOKEN)"),
+    ("--watermark-config", "--watermark-", 1,
+     "a --config YAML file only the service user can read (no environment variable carries the watermark key)"),
+)
+
+# Flags the role sets itself; in extra_args they would override its checks (a --host there would
+# listen everywhere without a key).
+ROLE_FLAGS = (
+    ("--host", "--host", "vllm_service_host"),
+    ("--port", "--port", "vllm_service_port"),
+)
+
+# Environment names that hold secrets: ending in one of these words...
+_SECRET_NAME_END = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_KEY|PRIVATE_KEY|SECRET_KEY|CREDENTIALS?)$")
+# ...or holding one of these as a word, unless the name says it is a path to one.
+_SECRET_NAME_WORD = re.compile(r"(^|_)(SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)(_|$)")
+_PATH_NAME = re.compile(r"_(PATH|FILE|DIR)$")
+# Values shaped like well-known credentials: Hugging Face tokens, OpenAI-style keys.
+_SECRET_VALUE_SHAPES = re.compile(r"\bhf_[A-Za-z0-9]{30,}|\bsk-[A-Za-z0-9_-]{20,}")
+# A secret shorter than this is not searched for inside other values (it would match by chance).
+MIN_SECRET_LEN = 8
+
+LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
+
+
+def _flag_name(word):
+    """``--api_key=x`` -> ``--api-key``: the flag part of a word as vLLM's parser reads it, or None."""
+    if not isinstance(word, str) or not word.startswith("--") or len(word) < 3:
+        return None
+    name = word[2:].split("=", 1)[0].split(".", 1)[0]
+    return "--" + name.replace("_", "-")
+
+
+def secret_flag(word):
+    """The ``SECRET_FLAGS`` entry a command-line word is (also abbreviated, ``_`` or ``=value``), or None."""
+    name = _flag_name(word)
+    if name is None:
+        return None
+    for entry in SECRET_FLAGS:
+        flag, shortest = entry[0], entry[1]
+        if len(name) >= len(shortest) and flag.startswith(name):
+            return entry
+    return None
+
+
+def _is_option(word):
+    return isinstance(word, str) and word.startswith("-") and len(word) > 1
+
+
+def redact_argv(argv):
+    """A copy of argv with the values of secret flags replaced by ``REDACTED``.
+
+    Handles ``--flag value`` (also several values for ``--api-key``), ``--flag=value``,
+    abbreviations and underscores, plus passwords in URLs and secret-looking ``NAME=value`` words.
+    """
+    result = []
+    pending = 0
+    for word in argv or []:
+        word = "" if word is None else str(word)
+        if pending and not _is_option(word):
+            result.append(REDACTED)
+            pending = pending - 1 if pending != "+" else "+"
+            continue
+        pending = 0
+        entry = secret_flag(word)
+        if entry is None:
+            result.append(redact_text(word))
+        elif "=" in word:
+            result.append(word.split("=", 1)[0] + "=" + REDACTED)
+        else:
+            result.append(word)
+            nargs = entry[2]
+            pending = "+" if nargs == "+" else 1
+    return result
+
+
+_TEXT_FLAG = re.compile(
+    r"(?P<flag>--(?:api[-_]k|hf[-_]t|watermark[-_])[\w.-]*)(?P<quote>[\"']?)(?P<sep>=|\s+)"
+    r"(?P<value>(?![\"']?-)\S.*?)(?=\s+[\"']?-|\s*\\?\s*$)", re.M)
+_TEXT_REPR = re.compile(r"(?P<key>[\"'](?:api_key|hf_token|watermark_config)[\"']\s*:\s*)"
+                        r"(?P<value>\[[^\]]*\]|\{[^}]*\}|'[^']*'|\"[^\"]*\"|[^,}\s]+)")
+_TEXT_BEARER = re.compile(r"(?P<key>\b[Bb]earer\s+)[^\s\"',]+")
+_TEXT_URL_PASSWORD = re.compile(r"(?P<key>\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+@")
+# Only the name is consumed, so "Environment=HF_TOKEN=x" finds HF_TOKEN too.
+_TEXT_ASSIGNMENT = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?=(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"']+))")
+
+
+def redact_text(text, secrets=()):
+    """``text`` with secret flag values, secret ``NAME=value`` assignments, bearer tokens, URL
+    passwords and every string in ``secrets`` replaced by ``REDACTED``. A list gives a list."""
+    if isinstance(text, (list, tuple)):
+        return [redact_text(line, secrets) for line in text]
+    if text is None:
+        return None
+    text = str(text)
+    for secret in sorted((str(s) for s in secrets or () if s), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    text = _TEXT_FLAG.sub(lambda m: m.group("flag") + m.group("quote") + m.group("sep") + REDACTED, text)
+    text = _TEXT_REPR.sub(lambda m: m.group("key") + REDACTED, text)
+    text = _TEXT_BEARER.sub(lambda m: m.group("key") + REDACTED, text)
+    text = _TEXT_URL_PASSWORD.sub(lambda m: m.group("key") + REDACTED + "@", text)
+    return _redact_assignments(text)
+
+
+def _redact_assignments(text):
+    """``NAME=value`` with a secret-looking NAME -> ``NAME=********``."""
+    pieces = []
+    done = 0
+    for match in _TEXT_ASSIGNMENT.finditer(text):
+        start, end = match.span("value")
+        if start < done or not is_secret_name(match.group("name")):
+            continue
+        # "NAME=value with spaces", as systemd quotes an Environment= assignment: up to the closing quote.
+        quote = text[match.start() - 1] if match.start() > 0 else ""
+        if quote in ("'", '"') and text.find(quote, start) > 0:
+            end = text.find(quote, start)
+        pieces.append(text[done:start] + REDACTED)
+        done = end
+    return "".join(pieces) + text[done:]
+
+
+def is_secret_name(name):
+    """Whether an environment variable's name says it holds a secret (HF_TOKEN, S3_SECRET_ACCESS_KEY, ...)."""
+    name = str(name).upper()
+    if _PATH_NAME.search(name):
+        return False
+    return bool(_SECRET_NAME_END.search(name) or _SECRET_NAME_WORD.search(name))
+
+
+def command_line_problems(words, source):
+    """Secret flags and role-owned flags in ``words`` (a list of arguments from ``source``)."""
+    words = [str(word) for word in words or []]
+    problems = []
+    for index, word in enumerate(words):
+        entry = secret_flag(word)
+        # --hf-token alone (use the cached login) carries no secret; followed by a value it does.
+        bare = "=" not in word and (index + 1 >= len(words) or _is_option(words[index + 1]))
+        if entry is not None and not (entry[2] == "?" and bare):
+            problems.append("%s: %s would put a secret on the command line, which the world-readable unit, "
+                            "'systemctl show', ps and the journal show; use %s instead" % (source, entry[0], entry[3]))
+        name = _flag_name(word)
+        for flag, shortest, variable in ROLE_FLAGS:
+            if name is not None and len(name) >= len(shortest) and flag.startswith(name):
+                problems.append("%s: %s is set by the role; use %s instead" % (source, flag, variable))
+    return problems
+
+
+def environment_problems(environment, source):
+    """Variables of ``environment`` (a non-secret map) whose names say they hold secrets."""
+    return ["%s: %s looks like a secret by its name; put it in vllm_service_secret_env, which only the "
+            "root-only 0600 environment file holds" % (source, name)
+            for name in sorted(environment or {}) if is_secret_name(name)]
+
+
+def exposed_secret_problems(places, secret_environment):
+    """Places (name -> list of strings that end up in the unit, argv or facts) holding a secret value.
+
+    A value of ``secret_environment`` (MIN_SECRET_LEN characters or more) found inside them, or a
+    value shaped like a Hugging Face token or an OpenAI-style key, is reported by place and by the
+    secret's name, never by its value.
+    """
+    problems = []
+    secrets = [(name, str(value)) for name, value in sorted((secret_environment or {}).items())
+               if value is not None and len(str(value)) >= MIN_SECRET_LEN]
+    for place in sorted(places):
+        texts = [str(text) for text in places[place] or [] if text is not None]
+        for name, value in secrets:
+            if any(value in text for text in texts):
+                problems.append("%s holds the value of the secret %s; secrets go only to the environment file" % (place, name))
+        if any(_SECRET_VALUE_SHAPES.search(text) for text in texts):
+            problems.append("%s holds what looks like a Hugging Face token or an API key (hf_..., sk-...); "
+                            "use vllm_service_hf_token, vllm_service_api_key or vllm_service_secret_env" % place)
+    return problems
+
+
+def secret_input_problems(inputs):
+    """Everything the role refuses about where secrets go, as messages naming the variable.
+
+    ``inputs``: ``extra_args``, ``plan_args`` (the plan's vllm_args), ``environment``,
+    ``nccl_environment``, ``secret_environment`` (every secret the environment file gets, by
+    name) and ``other`` (name -> string or list of strings that also reach the unit: model,
+    served model name, speculative config).
+    """
+    problems = command_line_problems(inputs.get("extra_args"), "vllm_service_extra_args")
+    problems += command_line_problems(inputs.get("plan_args"), "vllm_service_plan.vllm_args")
+    problems += environment_problems(inputs.get("environment"), "vllm_service_environment")
+    problems += environment_problems(inputs.get("nccl_environment"), "vllm_service_nccl_environment")
+    secret_environment = inputs.get("secret_environment") or {}
+    environment = inputs.get("environment") or {}
+    nccl_environment = inputs.get("nccl_environment") or {}
+    both = sorted(set(secret_environment) & (set(environment) | set(nccl_environment)))
+    if both:
+        problems.append("%s: set both as a secret and in the unit's plain environment; keep only the secret"
+                        % ", ".join(both))
+    places = {
+        "vllm_service_extra_args": inputs.get("extra_args") or [],
+        "vllm_service_plan.vllm_args": inputs.get("plan_args") or [],
+        "vllm_service_environment": ["%s=%s" % item for item in sorted(environment.items())],
+        "vllm_service_nccl_environment": ["%s=%s" % item for item in sorted(nccl_environment.items())],
+    }
+    for name, value in sorted((inputs.get("other") or {}).items()):
+        places[name] = value if isinstance(value, (list, tuple)) else [value]
+    return problems + exposed_secret_problems(places, secret_environment)
+
+
+def is_loopback(host):
+    """Whether a listen address only accepts connections from the host itself."""
+    host = str(host or "").strip().lower()
+    return host.startswith("127.") or host in LOOPBACK_HOSTS
+
+
+def listen_host(host, api_key_set, allow_unauthenticated):
+    """The address to listen on, and why it is refused (or None).
+
+    ``auto`` (or empty): every address (0.0.0.0) when clients must send an API key or
+    unauthenticated access is allowed, loopback (127.0.0.1) otherwise. Any other address is
+    used as given, but one that is not loopback needs a key or the explicit allowance.
+    """
+    host = "" if host is None else str(host).strip()
+    if host.lower() in ("", "auto"):
+        return ("0.0.0.0" if api_key_set or allow_unauthenticated else "127.0.0.1"), None
+    if is_loopback(host) or api_key_set or allow_unauthenticated:
+        return host, None
+    return host, ("vllm_service_host %s accepts connections from other machines, but no API key is set: set "
+                  "vllm_service_api_key (or VLLM_API_KEY in vllm_service_secret_env), or set "
+                  "vllm_service_allow_unauthenticated: true to serve without one, or listen on 127.0.0.1" % host)

@@ -112,7 +112,10 @@ units:
       type: str
       sample: /models/moonshotai/Kimi-K2.5
     argv:
-      description: The command line, split on spaces.
+      description:
+        - The command line, split on spaces, with the values of vLLM's secret flags (C(--api-key), C(--hf-token),
+          C(--watermark-config), also in their C(--flag=value), abbreviated and underscore forms), passwords in URLs and
+          secret-looking C(NAME=value) words replaced by C(********).
       type: list
       elements: str
 conflicts:

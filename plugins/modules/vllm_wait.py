@@ -46,8 +46,17 @@ options:
     choices: [completions, chat]
     default: completions
   api_key:
-    description: The server's API key (C(VLLM_API_KEY)), sent as a bearer token. Never logged or returned.
+    description:
+      - The server's API key (C(VLLM_API_KEY)), sent as a bearer token. Never logged or returned.
+      - A redirect is never followed, so the key never goes to another address or from C(https) to C(http); the
+        redirect is reported as the completion's error instead.
     type: str
+  validate_certs:
+    description:
+      - Verify the server's TLS certificate when O(base_url) is C(https), so the key goes only to the server it is meant
+        for. Turn it off only for a self-signed certificate on a trusted network.
+    type: bool
+    default: true
   prompt:
     description: Prompt of the readiness completion.
     type: str
@@ -167,7 +176,9 @@ unit_state:
   returned: always
   type: dict
 journal_tail:
-  description: The unit's last journal lines (on failure).
+  description:
+    - The unit's last journal lines (on failure), with secrets hidden as C(********) (O(api_key), the values of
+      C(--api-key), C(--hf-token) and C(--watermark-config), secret-looking C(NAME=value), bearer tokens, URL passwords).
   returned: failure
   type: list
   elements: str

@@ -9,16 +9,29 @@ Exits 0 once a completion comes back, 1 as soon as the main process (--main-pid,
 $MAINPID) has exited, and loops otherwise. systemd does not stop an ExecStartPost= command when
 the main process dies, so without that check a server that crashed on a bad argument would
 leave the unit "activating" until TimeoutStartSec. The API key comes from VLLM_API_KEY (the unit's
-0600 EnvironmentFile), never from the command line.
+0600 EnvironmentFile), never from the command line; an https URL's certificate is verified, and a
+redirect is never followed, so the key goes nowhere but --url.
 """
 
 import argparse
 import json
 import os
+import ssl
 import sys
 import time
 import urllib.error
 import urllib.request
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """urllib would resend the Authorization header to wherever a redirect points, http included."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+def _opener():
+    return urllib.request.build_opener(urllib.request.HTTPSHandler(context=ssl.create_default_context()), _NoRedirect())
 
 
 def completion_works(url, model, timeout):
@@ -29,9 +42,11 @@ def completion_works(url, model, timeout):
     if key:
         request.add_header("Authorization", "Bearer " + key)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _opener().open(request, timeout=timeout) as response:
             answer = json.load(response)
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            return False, "HTTP %d: a redirect, not followed (the API key stays with --url)" % exc.code
         return False, "HTTP %d" % exc.code
     except (OSError, ValueError) as exc:
         return False, str(getattr(exc, "reason", exc))
