@@ -18,8 +18,34 @@ The definitions follow ``vllm/benchmarks/serve.py`` (``calculate_metrics``) and
   level's wall time (first request sent to last request finished).
 - Percentiles: linear interpolation between closest ranks (numpy's default).
 
-What is pure (metrics, saturation, baseline comparison, tables) lives here without aiohttp so
-it can be tested anywhere; ``run_level`` needs aiohttp, which every vLLM venv has.
+Success and failure of one request, and where they differ from ``vllm bench serve`` (read in
+vLLM 0.32's ``async_request_openai_completions`` / ``..._chat_completions`` and ``calculate_metrics``):
+
+- Ours: a request succeeds when the answer is HTTP 200, at least one chunk carries a choice, no
+  event is an ``{"error": ...}`` object, and the stream ends with ``data: [DONE]``.
+- vLLM's: a request succeeds when the answer is HTTP 200, at least one chunk carries a choice and
+  reading the body raised nothing. It never looks at ``[DONE]`` or at error events. So:
+
+  - a stream that stops without ``[DONE]`` but whose transport ends cleanly (a connection closed
+    on a body without length or chunking) is a success there, a ``stream`` failure here. One whose
+    chunked body is cut is a failure in both (aiohttp raises ``ClientPayloadError``);
+  - an ``{"error": ...}`` event after some chunks (vLLM's server sends one, then ``[DONE]``, when
+    generation fails mid-answer) is a success there, with the tokens before it. Here it is a
+    ``stream`` failure that quotes the server's message;
+  - without ``usage`` it counts output tokens by re-tokenising the generated text (1 without a
+    tokenizer). Here they are the number of chunks with a choice;
+  - its per-request timeout is 6 hours (``AIOHTTP_TIMEOUT``); ours is ``request_timeout``;
+  - when every request fails it warns ("All requests failed") and still exits 0 with
+    ``completed: 0``. Here a level whose failures exceed ``max_failure_ratio`` of its requests
+    (or that completes nothing) fails the sweep, and ``run_level`` stops sending once the failures
+    exceed that allowance (``failure_allowance``), so a dead server costs at most one request timeout.
+- Both time E2E to the last chunk that carries a choice: the usage chunk and ``[DONE]`` do not
+  move it. vLLM stamps each SSE message as it parses it; this module stamps each network read, so
+  events that arrive in one read share a time.
+
+What is pure (metrics, saturation, baseline comparison, tables, option and answer checks) lives
+here without aiohttp so it can be tested anywhere; ``run_level`` needs aiohttp, which every vLLM
+venv has.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,6 +57,7 @@ import json
 import math
 import random
 import re
+import ssl
 import time
 
 try:
@@ -41,7 +68,7 @@ except ImportError:  # pragma: no cover - the module reports it; every vLLM venv
 PERCENTILES = (50, 90, 99)
 
 # The failure classes a level counts, in the order they are checked.
-ERROR_CLASSES = ("http_4xx", "http_5xx", "timeout", "connection", "stream", "no_tokens")
+ERROR_CLASSES = ("http_4xx", "http_5xx", "http_other", "timeout", "connection", "stream", "no_tokens")
 
 
 def percentile(values, pct):
@@ -106,15 +133,40 @@ class StreamParser:
 
 def new_request_record(prompt_len):
     return {"ok": False, "error_class": None, "error": None, "ttft": None, "itl": [], "latency": None,
-            "prompt_tokens": prompt_len, "completion_tokens": None, "start": None, "end": None, "done": False}
+            "prompt_tokens": prompt_len, "completion_tokens": None, "start": None, "end": None, "done": False,
+            "server_error": None}
+
+
+def _token_count(usage, key):
+    """A token count of a usage object: a whole number of 0 or more, or None when absent."""
+    value = usage.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("usage.%s is %r, not a token count" % (key, value))
+    return value
 
 
 def record_event(record, event, now, last_choice_at):
-    """Account one parsed event of a request; returns the new time of its last choice chunk."""
+    """Account one parsed event of a request; returns the new time of its last choice chunk.
+
+    E2E ends at the last chunk with a choice: ``[DONE]`` and the usage chunk leave the time alone.
+    An ``{"error": ...}`` event is kept in ``server_error`` (the request then fails). Events of
+    another shape raise ValueError, which the caller counts as a ``stream`` failure.
+    """
     if event == "[DONE]":
         record["done"] = True
         return last_choice_at
-    if event.get("choices"):
+    if not isinstance(event, dict):
+        raise ValueError("an event is %s, not a JSON object" % type(event).__name__)
+    if event.get("error") is not None:
+        error = event["error"]
+        record["server_error"] = _short(error.get("message", error) if isinstance(error, dict) else error)
+        return last_choice_at
+    choices = event.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        raise ValueError("'choices' is %s, not a list" % type(choices).__name__)
+    if choices:
         if record["ttft"] is None:
             record["ttft"] = now - record["start"]
         else:
@@ -122,18 +174,54 @@ def record_event(record, event, now, last_choice_at):
         return now
     usage = event.get("usage")
     if usage:
-        record["completion_tokens"] = usage.get("completion_tokens")
-        if usage.get("prompt_tokens") is not None:
-            record["prompt_tokens"] = usage["prompt_tokens"]
+        if not isinstance(usage, dict):
+            raise ValueError("'usage' is %s, not an object" % type(usage).__name__)
+        record["completion_tokens"] = _token_count(usage, "completion_tokens")
+        prompt_tokens = _token_count(usage, "prompt_tokens")
+        if prompt_tokens is not None:
+            record["prompt_tokens"] = prompt_tokens
     return last_choice_at
 
 
 def classify_http_error(status):
-    return "http_4xx" if 400 <= status < 500 else "http_5xx"
+    """4xx and 5xx by their class; anything else that is not 200 (a redirect, which is never followed) is http_other."""
+    if 400 <= status < 500:
+        return "http_4xx"
+    return "http_5xx" if status >= 500 else "http_other"
+
+
+def finish_record(record, last_choice_at):
+    """Decide success once the stream has ended without a transport error (the rule in the module docstring)."""
+    if record["server_error"] is not None:
+        record["error_class"] = "stream"
+        record["error"] = "the server reported an error in the stream after %d chunk(s) with a choice: %s" % (
+            0 if record["ttft"] is None else len(record["itl"]) + 1, record["server_error"])
+        return record
+    if record["ttft"] is None:
+        record["error_class"] = "no_tokens"
+        record["error"] = "the answer carried no chunk with a choice"
+        return record
+    if not record["done"]:
+        # vLLM always ends a stream with [DONE]; without it the server went away mid-answer.
+        record["error_class"] = "stream"
+        record["error"] = "the stream broke off before [DONE] after %d chunk(s)" % (len(record["itl"]) + 1)
+        return record
+    record["latency"] = last_choice_at - record["start"]
+    if not record["completion_tokens"]:
+        # A server that sends no usage: one token per chunk (vLLM's benchmark re-tokenises the text instead).
+        record["completion_tokens"] = len(record["itl"]) + 1
+    record["ok"] = True
+    return record
 
 
 def level_metrics(concurrency, records, duration_s):
-    """The figures of one concurrency level from its request records."""
+    """The figures of one concurrency level from its request records.
+
+    Records marked ``abandoned`` (in flight when ``run_level`` stopped the level) are counted apart,
+    neither as requests nor as failures.
+    """
+    abandoned = [record for record in records if record.get("abandoned")]
+    records = [record for record in records if not record.get("abandoned")]
     done = [record for record in records if record["ok"]]
     failed = {}
     for record in records:
@@ -151,6 +239,7 @@ def level_metrics(concurrency, records, duration_s):
         "completed": len(done),
         "failed": sum(failed.values()),
         "failed_by_class": failed,
+        "abandoned": len(abandoned),
         "first_errors": sorted({record["error"] for record in records if not record["ok"] and record["error"]})[:5],
         "duration_s": round(duration_s, 3),
         "request_throughput": round(len(done) / duration_s, 3),
@@ -163,6 +252,28 @@ def level_metrics(concurrency, records, duration_s):
         "itl_ms": summarize_ms(itls),
         "e2el_ms": summarize_ms([record["latency"] for record in done]),
     }
+
+
+def failure_allowance(ratio, planned, sent=0):
+    """How many failed requests a level of ``planned`` requests (``sent`` so far) may have: the ratio, rounded down."""
+    return int(math.floor(ratio * max(planned, sent) + 1e-9))
+
+
+def level_failure(level, ratio):
+    """Why a measured level fails the sweep, or None: nothing completed, or more failures than ``ratio`` allows."""
+    allowed = failure_allowance(ratio, level["requests"])
+    if level["completed"] > 0 and level["failed"] <= allowed:
+        return None
+    classes = ", ".join("%s %d" % (name, count) for name, count in sorted(level["failed_by_class"].items()))
+    reason = "level C=%d: %d of %d request(s) failed (%s), more than max_failure_ratio %s allows (%d)" % (
+        level["concurrency"], level["failed"], level["requests"], classes or "none", ratio, allowed)
+    if level["completed"] == 0 and level["failed"] <= allowed:
+        reason = "level C=%d: none of its %d request(s) completed" % (level["concurrency"], level["requests"])
+    if level.get("abandoned"):
+        reason += "; the level was stopped early and %d request(s) in flight abandoned" % level["abandoned"]
+    if level["first_errors"]:
+        reason += "; first error: %s" % level["first_errors"][0]
+    return reason
 
 
 def saturation(levels, gain=0.05):
@@ -246,6 +357,85 @@ def parse_prometheus(text, names):
     return totals
 
 
+# Whole-number options and their least value (0 for "0 means the default" options).
+INT_MINIMUMS = (("requests_per_level", 0), ("input_len", 1), ("output_len", 1), ("warmup_requests", 0),
+                ("reserved_token_ids", 0), ("vocab_size", 1))
+
+
+def validate_options(params):
+    """Every problem of the module's numeric and URL options, each naming the option and its value."""
+    problems = []
+    levels = params.get("concurrency")
+    if not levels or any(level < 1 for level in levels):
+        problems.append("concurrency must be a list of levels of 1 or more (got %s)" % (levels,))
+    for name, least in INT_MINIMUMS:
+        value = params.get(name)
+        if value is not None and value < least:
+            problems.append("%s must be %d or more (got %s)" % (name, least, value))
+    timeout = params.get("request_timeout")
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        problems.append("request_timeout must be a number of seconds above 0 (got %s); without a bound a silent "
+                        "server would hold the sweep for ever" % (timeout,))
+    duration = params.get("duration")
+    if not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration >= 0):
+        problems.append("duration must be 0 or a number of seconds above 0 (got %s)" % (duration,))
+    ratio = params.get("max_failure_ratio")
+    if not (isinstance(ratio, (int, float)) and 0 <= ratio <= 1):
+        problems.append("max_failure_ratio must be between 0 and 1 (got %s)" % (ratio,))
+    bad_gpus = [index for index in params.get("power_gpus") or [] if index < 0]
+    if bad_gpus:
+        problems.append("power_gpus must be NVML indices of 0 or more (got %s)" % (params["power_gpus"],))
+    base_url = params.get("base_url") or ""
+    if not re.match(r"^https?://[^/?#\s]+", base_url, re.IGNORECASE):
+        problems.append("base_url must be an http:// or https:// address (got '%s')" % base_url)
+    return problems
+
+
+class AnswerError(ValueError):
+    """A server answer of the wrong shape; the message names the endpoint and what was wrong."""
+
+
+def _json_kind(value):
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _json_answer(url, text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise AnswerError("%s did not answer JSON: %s" % (url, _short(text, 120) or "an empty body"))
+
+
+def parse_models(url, text):
+    """The entries of a /v1/models answer, each checked for an ``id`` and a sane ``max_model_len``."""
+    answer = _json_answer(url, text)
+    if not isinstance(answer, dict):
+        raise AnswerError("%s answered %s, not an object with 'data'" % (url, _json_kind(answer)))
+    data = answer.get("data")
+    if not isinstance(data, list):
+        raise AnswerError("%s: 'data' is %s, not a list of models" % (url, "missing" if "data" not in answer
+                                                                       else _json_kind(data)))
+    for index, entry in enumerate(data):
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
+            raise AnswerError("%s: data[%d] has no 'id' string: %s" % (url, index, _short(json.dumps(entry), 120)))
+        length = entry.get("max_model_len")
+        if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
+            raise AnswerError("%s: data[%d].max_model_len is %s, not a whole number of tokens"
+                              % (url, index, json.dumps(length)))
+        if entry.get("root") is not None and not isinstance(entry["root"], str):
+            raise AnswerError("%s: data[%d].root is %s, not a path" % (url, index, _json_kind(entry["root"])))
+    return data
+
+
+def parse_detokenized(url, text):
+    """The ``prompt`` text of a /detokenize answer."""
+    answer = _json_answer(url, text)
+    if not isinstance(answer, dict) or not isinstance(answer.get("prompt"), str):
+        raise AnswerError("%s: the answer has no 'prompt' string: %s" % (url, _short(json.dumps(answer), 120)))
+    return answer["prompt"]
+
+
 def request_payload(api, model, prompt, max_tokens, ignore_eos):
     """A streaming request whose final chunk carries the server's token counts."""
     payload = {"model": model, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
@@ -262,18 +452,27 @@ def _short(text, limit=200):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-async def one_request(session, url, payload, headers, timeout_s, prompt_len):
-    """Send one streaming request and time it the way vLLM's benchmark does."""
+async def one_request(session, url, payload, headers, timeout_s, prompt_len, ssl_arg=None):
+    """Send one streaming request and time it the way vLLM's benchmark does.
+
+    Redirects are not followed (the API key would go with them); ``ssl_arg`` is aiohttp's ``ssl``
+    argument (see ``ssl_option``; None leaves aiohttp's default).
+    """
     record = new_request_record(prompt_len)
     record["start"] = time.perf_counter()
     last_choice_at = record["start"]
+    options = {"json": payload, "headers": headers, "timeout": aiohttp.ClientTimeout(total=timeout_s),
+               "allow_redirects": False}
+    if ssl_arg is not None:
+        options["ssl"] = ssl_arg
     try:
-        async with session.post(url, json=payload, headers=headers,
-                                timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
+        async with session.post(url, **options) as response:
             if response.status != 200:
                 body = await response.text()
                 record["error_class"] = classify_http_error(response.status)
-                record["error"] = "HTTP %d: %s" % (response.status, _short(body))
+                where = response.headers.get("Location")
+                record["error"] = "HTTP %d: %s" % (response.status, _short(body) if where is None else
+                                                   "a redirect to %s, not followed" % _short(where, 100))
                 return record
             parser = StreamParser()
             async for chunk in response.content.iter_any():
@@ -298,57 +497,76 @@ async def one_request(session, url, payload, headers, timeout_s, prompt_len):
         return record
     finally:
         record["end"] = time.perf_counter()
-    if record["ttft"] is None:
-        record["error_class"] = "no_tokens"
-        record["error"] = "the answer carried no chunk with a choice"
-        return record
-    if not record["done"]:
-        # vLLM always ends a stream with [DONE]; without it the server went away mid-answer.
-        record["error_class"] = "stream"
-        record["error"] = "the stream broke off before [DONE] after %d chunk(s)" % (len(record["itl"]) + 1)
-        return record
-    record["latency"] = last_choice_at - record["start"]
-    if not record["completion_tokens"]:
-        # A server that sends no usage: one token per chunk, as vLLM's benchmark then assumes.
-        record["completion_tokens"] = len(record["itl"]) + 1
-    record["ok"] = True
+    return finish_record(record, last_choice_at)
+
+
+def abandoned_record(reason):
+    """A request in flight when its level was stopped: counted apart by ``level_metrics``."""
+    record = new_request_record(None)
+    record.update(abandoned=True, error_class="abandoned", error=reason)
     return record
 
 
+def ssl_option(base_url, validate_certs):
+    """aiohttp's ``ssl`` argument: a verifying context for https (unless told not to), else None."""
+    if not base_url.lower().startswith("https:"):
+        return None
+    return ssl.create_default_context() if validate_certs else False
+
+
 async def run_level(base_url, api, model, prompts, prompt_lens, concurrency, max_tokens, ignore_eos,
-                    timeout_s, api_key=None, duration_s=None):
+                    timeout_s, api_key=None, duration_s=None, max_failure_ratio=None, validate_certs=True):
     """Send ``prompts`` with at most ``concurrency`` in flight; returns (records, wall seconds).
 
     With ``duration_s`` the prompts are cycled until that many seconds have passed, and the
-    requests in flight then are waited for (each is bounded by ``timeout_s``).
+    requests in flight then are waited for (each is bounded by ``timeout_s``). With
+    ``max_failure_ratio`` the level stops as soon as its failures exceed ``failure_allowance`` of
+    the prompts (or of the requests sent, when cycling sent more): nothing more is sent and the
+    requests in flight are cancelled, each returned as an ``abandoned`` record.
     """
     url = base_url.rstrip("/") + ("/v1/chat/completions" if api == "chat" else "/v1/completions")
     headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
+    ssl_arg = ssl_option(base_url, validate_certs)
     connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
     records = []
     async with aiohttp.ClientSession(connector=connector) as session:
-        gate = asyncio.Semaphore(concurrency)
         started = time.perf_counter()
 
-        async def worker(index):
-            async with gate:
-                if duration_s is not None and time.perf_counter() - started >= duration_s:
-                    return
-                position = index % len(prompts)
-                payload = request_payload(api, model, prompts[position], max_tokens, ignore_eos)
-                records.append(await one_request(session, url, payload, headers, timeout_s, prompt_lens[position]))
+        async def send(index):
+            position = index % len(prompts)
+            payload = request_payload(api, model, prompts[position], max_tokens, ignore_eos)
+            records.append(await one_request(session, url, payload, headers, timeout_s, prompt_lens[position],
+                                             ssl_arg=ssl_arg))
 
-        if duration_s is None:
-            await asyncio.gather(*(worker(index) for index in range(len(prompts))))
-        else:
-            index = 0
-            pending = set()
-            while time.perf_counter() - started < duration_s:
-                while len(pending) < concurrency:
-                    pending.add(asyncio.ensure_future(worker(index)))
-                    index += 1
-                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            if pending:
-                await asyncio.wait(pending)
+        def more_to_send(index):
+            if duration_s is None:
+                return index < len(prompts)
+            return time.perf_counter() - started < duration_s
+
+        def too_many_failures():
+            if max_failure_ratio is None:
+                return False
+            failed = sum(1 for record in records if not record["ok"])
+            return failed > failure_allowance(max_failure_ratio, len(prompts), index)
+
+        index = 0
+        pending = set()
+        while not too_many_failures():
+            while len(pending) < concurrency and more_to_send(index):
+                pending.add(asyncio.ensure_future(send(index)))
+                index += 1
+            if not pending:
+                break
+            dummy, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        if pending:
+            await _abandon(pending, records, "in flight when the level stopped: its failures exceeded "
+                           "max_failure_ratio %s" % max_failure_ratio)
         wall = time.perf_counter() - started
     return records, wall
+
+
+async def _abandon(pending, records, reason):
+    for task in pending:
+        task.cancel()
+    await asyncio.wait(pending)
+    records.extend(abandoned_record(reason) for task in pending if task.cancelled())

@@ -24,9 +24,14 @@ description:
   - Finds the saturation concurrency (the level past which more concurrency adds less than 5% output tok/s) and the
     peak. Reads vLLM's C(/metrics) before and after each level and returns the deltas (preemptions, queue time).
   - Faults are measured, not hung on. Each request has O(request_timeout). Failed requests are counted by class. A
-    server that cannot be reached, or does not serve O(model), fails the task before the sweep with what it does
-    serve. A server that dies mid-sweep ends the sweep and fails the task, with the levels measured so far in
-    the result.
+    server that cannot be reached, does not serve O(model), or answers C(/v1/models) or C(/detokenize) with
+    something else than vLLM's JSON fails the task before the sweep, saying which endpoint and what was wrong.
+  - A level whose failed requests exceed O(max_failure_ratio) of its requests, or that completes none, fails the
+    task. The level stops sending as soon as its failures exceed that allowance and cancels the requests in flight
+    (C(abandoned) in RV(levels)), so a server whose completions all fail or hang costs about one O(request_timeout),
+    not the whole sweep. A failed warm-up request fails the task before the sweep. A server that dies mid-sweep
+    ends the sweep the same way. The levels measured, the failed one included, stay in the result with
+    RV(failed_level) and the reason in RV(aborted).
   - Must run with a Python that has C(aiohttp), for example the vLLM venv's (C(ansible_python_interpreter)).
 author:
   - gauntlet.vllm contributors (@gauntlet)
@@ -47,8 +52,15 @@ options:
     choices: [completions, chat]
     default: completions
   api_key:
-    description: The server's API key, sent as a bearer token. Never logged or returned.
+    description:
+      - The server's API key, sent as a bearer token. Never logged or returned.
+      - Redirects are never followed, so that the key goes to O(base_url) only; a server that redirects fails with
+        where it points to.
     type: str
+  validate_certs:
+    description: With an C(https) O(base_url), verify the server's certificate. Set to V(false) only for a self-signed test server.
+    type: bool
+    default: true
   concurrency:
     description: Concurrency levels, in order; each keeps this many requests in flight.
     type: list
@@ -79,9 +91,17 @@ options:
     type: int
     default: 2
   request_timeout:
-    description: Seconds one request may take before it counts as a C(timeout) failure.
+    description: Seconds one request may take before it counts as a C(timeout) failure; must be above 0.
     type: float
     default: 600
+  max_failure_ratio:
+    description:
+      - Share of a level's requests (between 0 and 1) that may fail before the level fails the task. The failures
+        allowed are this share of the level's requests, rounded down (with O(duration), of the prompts or of the
+        requests sent, whichever is more); 0.05 of 32 requests allows 1.
+      - A level that completes no request fails whatever this is.
+    type: float
+    default: 0.05
   seed:
     description: Seed of the random prompts; the same seed gives the same prompts.
     type: int
@@ -129,6 +149,17 @@ notes:
   - Metric names differ between tools. Here, as in C(vllm bench serve), ITL is the gap between streamed chunks and
     TPOT the per-request average time per output token after the first; guidellm's C(inter_token_latency) is this
     TPOT.
+  - E2E ends, as in C(vllm bench serve), at the last streamed chunk that carries a choice; the usage chunk and
+    C([DONE]) after it do not count.
+  - Failure counting differs from C(vllm bench serve) (vLLM 0.32 C(endpoint_request_func.py)). There a request
+    succeeds when it answered HTTP 200 with at least one chunk carrying a choice and reading the body raised no
+    error; C([DONE]) and error events (an object with an C(error) key) are not looked at. Here it must also end with
+    C([DONE]) and carry no error event. So a stream that stops cleanly before C([DONE]), or one where vLLM's server reports an error
+    after some tokens (it sends an error event, then C([DONE])), is a success there and a C(stream) failure here.
+    A chunked body cut off is a failure in both.
+  - Without C(usage), C(vllm bench serve) counts output tokens by re-tokenising the text; here each chunk with a
+    choice counts one. Its request timeout is 6 hours; here O(request_timeout). When every request fails it warns
+    and exits 0 with C(completed=0); here the level fails the task (O(max_failure_ratio)).
 seealso:
   - name: vllm bench serve
     description: vLLM's own serving benchmark, whose metric definitions this module follows.
@@ -182,8 +213,13 @@ levels:
       description: Requests that failed.
       type: int
     failed_by_class:
-      description: Failures per class (C(http_4xx), C(http_5xx), C(timeout), C(connection), C(stream), C(no_tokens)).
+      description:
+        - Failures per class (C(http_4xx), C(http_5xx), C(http_other) (a redirect, not followed), C(timeout),
+          C(connection), C(stream) (cut off before C([DONE]), an error event, an unreadable event), C(no_tokens)).
       type: dict
+    abandoned:
+      description: Requests in flight when the level was stopped for too many failures, cancelled; neither requests nor failures.
+      type: int
     first_errors:
       description: Up to five distinct error messages.
       type: list
@@ -225,7 +261,10 @@ levels:
       description: CPU seconds (user + system) this module spent sending and timing the level's requests.
       type: float
     power:
-      description: C(average_w), C(energy_j), C(seconds), C(gpus), C(samples) and C(source) of the GPU energy over the level; null without GPUs.
+      description:
+        - GPU energy over the level; null without GPUs. C(energy_j), C(seconds), C(gpus), C(samples), C(source)
+          (C(energy counter) or C(power samples)), C(average_w) (C(energy_j) / C(seconds)) and C(sampled_average_w)
+          (the mean of the power samples, which lag the load; null without samples).
       type: dict
     joules_per_output_token:
       description: GPU energy of the level divided by its output tokens; null without GPUs.
@@ -255,13 +294,17 @@ peak_concurrency:
   returned: always
   type: int
 workload:
-  description: What was sent (model, api, lengths, seed, vocabulary, requests per level or duration).
+  description: What was sent (model, api, lengths, seed, vocabulary, requests per level or duration, max_failure_ratio).
   returned: always
   type: dict
 aborted:
-  description: Why the sweep stopped early (the server went away), or null.
+  description: Why the sweep failed (a level past O(max_failure_ratio), a failed warm-up request, the server went away), or null.
   returned: always
   type: str
+failed_level:
+  description: Concurrency of the level that failed the sweep (or before which the server stopped answering), or null.
+  returned: always
+  type: int
 """
 
 import asyncio
@@ -288,55 +331,104 @@ SERVER_COUNTERS = (
 )
 DEFAULT_VOCAB = 32000
 
+ARGUMENT_SPEC = dict(
+    base_url=dict(type="str", default="http://127.0.0.1:8000"),
+    model=dict(type="str", required=True),
+    api=dict(type="str", default="completions", choices=["completions", "chat"]),
+    api_key=dict(type="str", no_log=True),
+    validate_certs=dict(type="bool", default=True),
+    concurrency=dict(type="list", elements="int", default=[1, 8, 32, 128, 256, 1024]),
+    requests_per_level=dict(type="int", default=0),
+    duration=dict(type="float", default=0),
+    input_len=dict(type="int", default=512),
+    output_len=dict(type="int", default=128),
+    ignore_eos=dict(type="bool", default=True),
+    warmup_requests=dict(type="int", default=2),
+    request_timeout=dict(type="float", default=600),
+    max_failure_ratio=dict(type="float", default=0.05),
+    seed=dict(type="int", default=0),
+    vocab_size=dict(type="int"),
+    reserved_token_ids=dict(type="int", default=16, no_log=False),
+    scrape_metrics=dict(type="bool", default=True),
+    power=dict(type="bool", default=True),
+    power_gpus=dict(type="list", elements="int"),
+)
 
-def _get(module, url, api_key, timeout=10, data=None):
+
+def _get(params, url, timeout=10, data=None):
+    """GET (or POST ``data`` as JSON) with the API key; redirects are refused, certificates checked unless told not to."""
     headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = "Bearer %s" % api_key
+    if params["api_key"]:
+        headers["Authorization"] = "Bearer %s" % params["api_key"]
     response = open_url(url, data=None if data is None else json.dumps(data), method="POST" if data else "GET",
-                        headers=headers, timeout=timeout, validate_certs=False)
-    return response.read().decode("utf-8")
+                        headers=headers, timeout=timeout, validate_certs=params["validate_certs"],
+                        follow_redirects="none")
+    return response.read().decode("utf-8", "replace")
 
 
-def served_models(module, params):
-    """The /v1/models list, or a failure that says why the server cannot be used."""
+def _http_problem(url, exc):
+    """What an HTTPError of ``url`` means, redirects included (they are never followed)."""
+    if 300 <= exc.code < 400:
+        where = exc.headers.get("Location") if exc.headers is not None else None
+        return ("%s answered a redirect (HTTP %s) to %s; redirects are not followed, so that the API key stays with "
+                "the server it is meant for: set base_url to where the server answers" % (url, exc.code, where))
+    return "%s answered HTTP %s%s" % (url, exc.code, " (is api_key right?)" if exc.code == 401 else "")
+
+
+def served_model(module, params):
+    """The /v1/models entry of ``model``, or a failure that says why the server cannot be used."""
     url = params["base_url"].rstrip("/") + "/v1/models"
     try:
-        listing = json.loads(_get(module, url, params["api_key"]))
+        models = bench.parse_models(url, _get(params, url))
     except HTTPError as exc:
-        module.fail_json(msg="%s answered HTTP %s%s" % (url, exc.code, " (is api_key right?)" if exc.code == 401 else ""))
+        module.fail_json(msg=_http_problem(url, exc))
+    except bench.AnswerError as exc:
+        module.fail_json(msg=str(exc))
     except (URLError, OSError, ValueError) as exc:
         module.fail_json(msg="cannot reach the server at %s: %s" % (params["base_url"], getattr(exc, "reason", exc)))
-    return listing.get("data") or []
+    entry = next((item for item in models if item["id"] == params["model"]), None)
+    if entry is None:
+        module.fail_json(msg="the server at %s does not serve model '%s'; it serves %s"
+                         % (params["base_url"], params["model"], [item["id"] for item in models]))
+    needed = params["input_len"] + params["output_len"]
+    if entry.get("max_model_len") is not None and needed > entry["max_model_len"]:
+        module.fail_json(msg="input_len + output_len = %d tokens, more than the max_model_len %d that %s gives for '%s'"
+                         % (needed, entry["max_model_len"], url, params["model"]))
+    return entry
 
 
-def vocabulary(params, model_entry):
+def vocabulary(module, params, model_entry):
     if params["vocab_size"]:
         return params["vocab_size"], "given"
-    root = (model_entry or {}).get("root") or ""
-    config = os.path.join(root, "config.json")
-    if os.path.isfile(config):
+    config = os.path.join(model_entry.get("root") or "", "config.json")
+    if not model_entry.get("root") or not os.path.isfile(config):
+        return DEFAULT_VOCAB, "default"
+    try:
         with open(config) as handle:
             data = json.load(handle)
         size = data.get("vocab_size") or (data.get("text_config") or {}).get("vocab_size")
-        if size:
-            return int(size), config
-    return DEFAULT_VOCAB, "default"
+    except (OSError, ValueError, AttributeError) as exc:
+        module.fail_json(msg="cannot read vocab_size from %s: %s; set vocab_size" % (config, exc))
+    if size is None:
+        return DEFAULT_VOCAB, "default"
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        module.fail_json(msg="%s has vocab_size %s, not a whole number of tokens; set vocab_size" % (config, json.dumps(size)))
+    return size, config
 
 
-def scrape(module, params):
+def scrape(params):
     if not params["scrape_metrics"]:
         return None
     try:
-        text = _get(module, params["base_url"].rstrip("/") + "/metrics", params["api_key"])
+        text = _get(params, params["base_url"].rstrip("/") + "/metrics")
     except (HTTPError, URLError, OSError, ValueError):
         return None
     return bench.parse_prometheus(text, set(SERVER_COUNTERS))
 
 
-def reachable(module, params):
+def reachable(params):
     try:
-        _get(module, params["base_url"].rstrip("/") + "/health", params["api_key"], timeout=5)
+        _get(params, params["base_url"].rstrip("/") + "/health", timeout=5)
         return True
     except (HTTPError, URLError, OSError, ValueError):
         return False
@@ -344,14 +436,17 @@ def reachable(module, params):
 
 def chat_prompts(module, params, token_prompts):
     """Text for the chat API: the seeded token ids, detokenized by the server itself."""
+    url = params["base_url"].rstrip("/") + "/detokenize"
     prompts = []
     for ids in token_prompts:
         try:
-            answer = json.loads(_get(module, params["base_url"].rstrip("/") + "/detokenize", params["api_key"],
-                                     data={"model": params["model"], "tokens": ids}))
-        except (HTTPError, URLError, OSError, ValueError) as exc:
+            prompts.append(bench.parse_detokenized(url, _get(params, url, data={"model": params["model"], "tokens": ids})))
+        except HTTPError as exc:
+            module.fail_json(msg="the server could not detokenize the chat prompts: %s" % _http_problem(url, exc))
+        except bench.AnswerError as exc:
+            module.fail_json(msg="the server could not detokenize the chat prompts: %s" % exc)
+        except (URLError, OSError, ValueError) as exc:
             module.fail_json(msg="the server could not detokenize the chat prompts: %s" % getattr(exc, "reason", exc))
-        prompts.append(answer["prompt"])
     return prompts
 
 
@@ -360,114 +455,117 @@ def _cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            base_url=dict(type="str", default="http://127.0.0.1:8000"),
-            model=dict(type="str", required=True),
-            api=dict(type="str", default="completions", choices=["completions", "chat"]),
-            api_key=dict(type="str", no_log=True),
-            concurrency=dict(type="list", elements="int", default=[1, 8, 32, 128, 256, 1024]),
-            requests_per_level=dict(type="int", default=0),
-            duration=dict(type="float", default=0),
-            input_len=dict(type="int", default=512),
-            output_len=dict(type="int", default=128),
-            ignore_eos=dict(type="bool", default=True),
-            warmup_requests=dict(type="int", default=2),
-            request_timeout=dict(type="float", default=600),
-            seed=dict(type="int", default=0),
-            vocab_size=dict(type="int"),
-            reserved_token_ids=dict(type="int", default=16, no_log=False),
-            scrape_metrics=dict(type="bool", default=True),
-            power=dict(type="bool", default=True),
-            power_gpus=dict(type="list", elements="int"),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    if bench.aiohttp is None:
-        module.fail_json(msg=missing_required_lib("aiohttp", reason="run the module with the vLLM venv's Python"))
-    bad = [value for value in params["concurrency"] if value < 1]
-    if not params["concurrency"] or bad:
-        module.fail_json(msg="concurrency must be a list of levels of 1 or more (got %s)" % params["concurrency"])
-    if params["input_len"] < 1 or params["output_len"] < 1:
-        module.fail_json(msg="input_len and output_len must be 1 or more (got %d and %d)"
-                         % (params["input_len"], params["output_len"]))
-    if module.check_mode:
-        module.exit_json(changed=False, skipped=True, msg="a benchmark does not run in check mode", levels=[],
-                         saturation_concurrency=None, peak_output_tokens_per_s=0.0, peak_concurrency=None,
-                         workload={}, aborted=None)
-
-    models = served_models(module, params)
-    entry = next((item for item in models if item.get("id") == params["model"]), None)
-    if entry is None:
-        module.fail_json(msg="the server at %s does not serve model '%s'; it serves %s"
-                         % (params["base_url"], params["model"], [item.get("id") for item in models]))
-    vocab_size, vocab_from = vocabulary(params, entry)
-    largest = max(params["concurrency"])
-    per_level = params["requests_per_level"] or max(8, 4 * largest)
+def build_workload(module, params, entry):
+    """The prompts (token ids, or their text for chat), their lengths and the workload description."""
+    vocab_size, vocab_from = vocabulary(module, params, entry)
+    per_level = params["requests_per_level"] or max(8, 4 * max(params["concurrency"]))
     token_prompts = bench.random_token_prompts(per_level, params["input_len"], vocab_size, params["seed"],
                                                reserved_ids=min(params["reserved_token_ids"], vocab_size - 1))
     prompts = chat_prompts(module, params, token_prompts) if params["api"] == "chat" else token_prompts
-    prompt_lens = [len(ids) for ids in token_prompts]
     workload = {"model": params["model"], "base_url": params["base_url"], "api": params["api"],
                 "input_len": params["input_len"], "output_len": params["output_len"],
                 "ignore_eos": params["ignore_eos"], "seed": params["seed"], "vocab_size": vocab_size,
                 "vocab_size_from": vocab_from, "prompts": per_level,
                 "requests_per_level": None if params["duration"] else "4 x concurrency, at least 8"
                 if not params["requests_per_level"] else params["requests_per_level"],
-                "duration_s": params["duration"] or None, "max_model_len": entry.get("max_model_len")}
+                "duration_s": params["duration"] or None, "max_model_len": entry.get("max_model_len"),
+                "max_failure_ratio": params["max_failure_ratio"]}
+    return prompts, [len(ids) for ids in token_prompts], workload
 
-    meter = PowerMeter(indices=params["power_gpus"]) if params["power"] else None
-    power_unavailable = "turned off (power: false)" if meter is None else meter.reason
+
+def warm_up(params, loop, prompts, prompt_lens):
+    """Send the warm-up requests one at a time; the reason the sweep cannot start when one fails, else None."""
+    count = params["warmup_requests"]
+    if not count:
+        return None
+    records, dummy = loop.run_until_complete(bench.run_level(
+        params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count], 1,
+        params["output_len"], params["ignore_eos"], params["request_timeout"], params["api_key"],
+        max_failure_ratio=0, validate_certs=params["validate_certs"]))
+    failed = [record for record in records if not record["ok"] and not record.get("abandoned")]
+    if failed:
+        return "a warm-up request failed (%s): %s" % (failed[0]["error_class"], failed[0]["error"])
+    return None
+
+
+def measure_level(params, loop, meter, concurrency, prompts, prompt_lens):
+    """One level: its requests, then its figures with /metrics deltas, client CPU and GPU energy."""
+    count = len(prompts) if params["duration"] else (params["requests_per_level"] or max(8, 4 * concurrency))
+    before = scrape(params)
+    cpu_before = _cpu_seconds()
+    if meter is not None:
+        meter.start()
+    records, wall = loop.run_until_complete(bench.run_level(
+        params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count], concurrency,
+        params["output_len"], params["ignore_eos"], params["request_timeout"], params["api_key"],
+        duration_s=params["duration"] or None, max_failure_ratio=params["max_failure_ratio"],
+        validate_certs=params["validate_certs"]))
+    energy = meter.stop() if meter is not None else None
+    after = scrape(params)
+    level = bench.level_metrics(concurrency, records, wall)
+    level["power"] = energy
+    level["joules_per_output_token"] = (round(energy["energy_j"] / level["output_tokens"], 4)
+                                        if energy and level["output_tokens"] else None)
+    level["client_cpu_s"] = round(_cpu_seconds() - cpu_before, 3)
+    level["server_metrics"] = ({name: round(after.get(name, 0.0) - before.get(name, 0.0), 6)
+                                for name in SERVER_COUNTERS if name in after}
+                               if before is not None and after is not None else {})
+    return level
+
+
+def sweep(params, meter, prompts, prompt_lens):
+    """Warm up, then every level until one fails; returns (levels, why it stopped or None, the failed level or None)."""
     loop = asyncio.new_event_loop()
+    levels = []
     try:
-        if params["warmup_requests"]:
-            loop.run_until_complete(bench.run_level(
-                params["base_url"], params["api"], params["model"], prompts[:params["warmup_requests"]],
-                prompt_lens, 1, params["output_len"], params["ignore_eos"], params["request_timeout"],
-                params["api_key"]))
-        levels = []
-        aborted = None
-        started = time.time()
+        reason = warm_up(params, loop, prompts, prompt_lens)
+        if reason:
+            return levels, reason, None
         for concurrency in params["concurrency"]:
-            if not reachable(module, params):
-                aborted = "the server stopped answering /health before level C=%d" % concurrency
-                break
-            count = len(prompts) if params["duration"] else (params["requests_per_level"] or max(8, 4 * concurrency))
-            before = scrape(module, params)
-            cpu_before = _cpu_seconds()
-            if meter is not None:
-                meter.start()
-            records, wall = loop.run_until_complete(bench.run_level(
-                params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count], concurrency,
-                params["output_len"], params["ignore_eos"], params["request_timeout"], params["api_key"],
-                duration_s=params["duration"] or None))
-            energy = meter.stop() if meter is not None else None
-            after = scrape(module, params)
-            level = bench.level_metrics(concurrency, records, wall)
-            level["power"] = energy
-            level["joules_per_output_token"] = (round(energy["energy_j"] / level["output_tokens"], 4)
-                                                if energy and level["output_tokens"] else None)
-            level["client_cpu_s"] = round(_cpu_seconds() - cpu_before, 3)
-            level["server_metrics"] = ({name: round(after.get(name, 0.0) - before.get(name, 0.0), 6)
-                                        for name in SERVER_COUNTERS if name in after}
-                                       if before is not None and after is not None else {})
+            if not reachable(params):
+                return levels, "the server stopped answering /health before level C=%d" % concurrency, concurrency
+            level = measure_level(params, loop, meter, concurrency, prompts, prompt_lens)
             levels.append(level)
-            if level["completed"] == 0 and not reachable(module, params):
-                aborted = "the server went away during level C=%d" % concurrency
-                break
+            reason = bench.level_failure(level, params["max_failure_ratio"])
+            if reason:
+                if not reachable(params):
+                    reason = "the server went away during level C=%d (%s)" % (concurrency, reason)
+                return levels, reason, concurrency
     finally:
         loop.close()
+    return levels, None, None
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    params = module.params
+    if bench.aiohttp is None:
+        module.fail_json(msg=missing_required_lib("aiohttp", reason="run the module with the vLLM venv's Python"))
+    problems = bench.validate_options(params)
+    if problems:
+        module.fail_json(msg="; ".join(problems))
+    if module.check_mode:
+        module.exit_json(changed=False, skipped=True, msg="a benchmark does not run in check mode", levels=[],
+                         saturation_concurrency=None, peak_output_tokens_per_s=0.0, peak_concurrency=None,
+                         workload={}, aborted=None, failed_level=None)
+
+    entry = served_model(module, params)
+    prompts, prompt_lens, workload = build_workload(module, params, entry)
+    meter = PowerMeter(indices=params["power_gpus"]) if params["power"] else None
+    power_unavailable = "turned off (power: false)" if meter is None else meter.reason
+    started = time.time()
+    try:
+        levels, aborted, failed_level = sweep(params, meter, prompts, prompt_lens)
+    finally:
         if meter is not None:
             meter.close()
 
-    result = dict(levels=levels, workload=workload, aborted=aborted, elapsed_s=round(time.time() - started, 1),
-                  power_unavailable=power_unavailable,
+    result = dict(levels=levels, workload=workload, aborted=aborted, failed_level=failed_level,
+                  elapsed_s=round(time.time() - started, 1), power_unavailable=power_unavailable,
                   client_cpu_s=round(_cpu_seconds(), 3))
     result.update(bench.saturation(levels))
     if aborted:
-        module.fail_json(msg="%s; %d level(s) measured before that are in 'levels'" % (aborted, len(levels)), **result)
+        module.fail_json(msg="%s; the %d level(s) measured are in 'levels'" % (aborted, len(levels)), **result)
     module.exit_json(changed=False, ansible_facts={"vllm_bench": result}, **result)
 
 

@@ -139,3 +139,91 @@ def test_prometheus_counters_are_summed_over_labels():
     ])
     assert vllm_bench.parse_prometheus(text, {"vllm:num_preemptions_total", "vllm:request_queue_time_seconds_sum"}) == {
         "vllm:num_preemptions_total": 5.0, "vllm:request_queue_time_seconds_sum": 1.25}
+
+
+# ---- failure threshold -------------------------------------------------------------------
+
+@pytest.mark.parametrize("ratio, planned, sent, allowed", [
+    (0.05, 40, 0, 2), (0.05, 32, 0, 1), (0.05, 8, 0, 0), (0.0, 100, 0, 0), (1.0, 8, 0, 8),
+    (0.29, 100, 0, 29),            # 0.29 * 100 is 28.999... in floating point
+    (0.05, 32, 200, 10),           # cycling prompts (duration): the requests sent count once past the prompts
+])
+def test_failure_allowance_is_the_ratio_rounded_down(ratio, planned, sent, allowed):
+    assert vllm_bench.failure_allowance(ratio, planned, sent) == allowed
+
+
+def test_level_failure_says_which_level_how_many_and_why():
+    records = [ok_record(0.1, 1.0, 10)] * 37 + [failed_record("http_5xx", "HTTP 500: EngineCore died")] * 3
+    level = vllm_bench.level_metrics(8, records, 1.0)
+    assert vllm_bench.level_failure(level, 0.05) == (
+        "level C=8: 3 of 40 request(s) failed (http_5xx 3), more than max_failure_ratio 0.05 allows (2); "
+        "first error: HTTP 500: EngineCore died")
+    assert vllm_bench.level_failure(level, 0.1) is None
+    nothing = vllm_bench.level_metrics(4, [failed_record("timeout", "no complete answer within 5 s")], 1.0)
+    assert vllm_bench.level_failure(nothing, 1.0) == (
+        "level C=4: none of its 1 request(s) completed; first error: no complete answer within 5 s")
+
+
+def test_abandoned_requests_are_neither_requests_nor_failures():
+    records = [failed_record("http_5xx", "HTTP 500"), vllm_bench.abandoned_record("in flight when the level stopped")]
+    level = vllm_bench.level_metrics(2, records, 1.0)
+    assert (level["requests"], level["failed"], level["abandoned"]) == (1, 1, 1)
+    assert level["failed_by_class"] == {"http_5xx": 1}
+    assert vllm_bench.level_failure(level, 0.0).endswith("the level was stopped early and 1 request(s) in flight "
+                                                        "abandoned; first error: HTTP 500")
+
+
+@pytest.mark.parametrize("status, error_class", [(400, "http_4xx"), (499, "http_4xx"), (500, "http_5xx"),
+                                                 (503, "http_5xx"), (302, "http_other"), (307, "http_other")])
+def test_http_statuses_fall_into_their_class(status, error_class):
+    assert vllm_bench.classify_http_error(status) == error_class
+
+
+# ---- options and answers -------------------------------------------------------------------
+
+GOOD_OPTIONS = {"base_url": "http://127.0.0.1:8000", "concurrency": [1, 8], "requests_per_level": 0, "duration": 0,
+                "input_len": 512, "output_len": 128, "warmup_requests": 2, "request_timeout": 600, "max_failure_ratio": 0.05,
+                "vocab_size": None, "reserved_token_ids": 16, "power_gpus": None}
+
+
+def test_good_options_pass():
+    assert vllm_bench.validate_options(GOOD_OPTIONS) == []
+    assert vllm_bench.validate_options(dict(GOOD_OPTIONS, base_url="HTTPS://gpu-7.example:8443/", duration=30.5,
+                                            max_failure_ratio=1, power_gpus=[0, 3])) == []
+
+
+def test_every_bad_option_is_named_with_its_value():
+    bad = dict(GOOD_OPTIONS, concurrency=[0], requests_per_level=-1, input_len=0, output_len=-5, warmup_requests=-1,
+               request_timeout=0, duration=float("nan"), max_failure_ratio=2, vocab_size=0, reserved_token_ids=-3,
+               power_gpus=[-1], base_url="ftp://x")
+    problems = vllm_bench.validate_options(bad)
+    assert [problem.split(" ")[0] for problem in problems] == [
+        "concurrency", "requests_per_level", "input_len", "output_len", "warmup_requests", "reserved_token_ids",
+        "vocab_size", "request_timeout", "duration", "max_failure_ratio", "power_gpus", "base_url"]
+    assert "request_timeout must be a number of seconds above 0 (got 0)" in problems[7]
+    assert "(got -5)" in problems[3] and "(got 'ftp://x')" in problems[-1]
+
+
+def test_a_model_list_of_the_right_shape_is_read():
+    text = json.dumps({"object": "list", "data": [{"id": "a", "max_model_len": 4096, "root": "/m/a"}, {"id": "b"}]})
+    assert [entry["id"] for entry in vllm_bench.parse_models("http://h/v1/models", text)] == ["a", "b"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Service Unavailable", "http://h/v1/models did not answer JSON: Service Unavailable"),
+    ('"ok"', "http://h/v1/models answered a string, not an object with 'data'"),
+    ('{"data": null}', "http://h/v1/models: 'data' is null, not a list of models"),
+    ('{"data": [{"id": ""}]}', 'http://h/v1/models: data[0] has no \'id\' string: {"id": ""}'),
+    ('{"data": [{"id": "a", "max_model_len": true}]}', "http://h/v1/models: data[0].max_model_len is true, not a whole"),
+    ('{"data": [{"id": "a", "max_model_len": 4096.5}]}', "http://h/v1/models: data[0].max_model_len is 4096.5, not a whole"),
+])
+def test_model_lists_of_the_wrong_shape_are_named(text, message):
+    with pytest.raises(vllm_bench.AnswerError) as caught:
+        vllm_bench.parse_models("http://h/v1/models", text)
+    assert str(caught.value).startswith(message)
+
+
+def test_detokenize_answers_are_checked():
+    assert vllm_bench.parse_detokenized("http://h/detokenize", '{"prompt": "hi there"}') == "hi there"
+    with pytest.raises(vllm_bench.AnswerError, match=r"^http://h/detokenize: the answer has no 'prompt' string: null$"):
+        vllm_bench.parse_detokenized("http://h/detokenize", "null")

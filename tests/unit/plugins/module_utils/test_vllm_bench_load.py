@@ -27,6 +27,7 @@ class _StreamingHandler(BaseHTTPRequestHandler):
     mode = "ok"
     in_flight = 0
     most_in_flight = 0
+    answered = 0
     lock = threading.Lock()
 
     def log_message(self, *args):
@@ -45,6 +46,12 @@ class _StreamingHandler(BaseHTTPRequestHandler):
                 cls.in_flight -= 1
 
     def _answer(self, request):
+        if self.mode == "slow_then_500":
+            # Odd requests hang, even ones fail at once.
+            with type(self).lock:
+                type(self).answered += 1
+                number = type(self).answered
+            self.mode = "slow" if number % 2 else "http_500"
         if self.mode == "http_500":
             body = b'{"error": {"message": "EngineCore died", "code": 500}}'
             self.send_response(500)
@@ -77,6 +84,7 @@ class _StreamingHandler(BaseHTTPRequestHandler):
 def server(monkeypatch):
     monkeypatch.setattr(_StreamingHandler, "mode", "ok")
     monkeypatch.setattr(_StreamingHandler, "most_in_flight", 0)
+    monkeypatch.setattr(_StreamingHandler, "answered", 0)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _StreamingHandler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -86,13 +94,13 @@ def server(monkeypatch):
     httpd.server_close()
 
 
-def run(base_url, concurrency=4, count=12, tokens=5, timeout=10.0, duration=None):
+def run(base_url, concurrency=4, count=12, tokens=5, timeout=10.0, duration=None, max_failure_ratio=None):
     prompts = vllm_bench.random_token_prompts(count, 16, 512, seed=1)
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(vllm_bench.run_level(
             base_url, "completions", "tiny-llama", prompts, [16] * count, concurrency, tokens, True, timeout,
-            duration_s=duration))
+            duration_s=duration, max_failure_ratio=max_failure_ratio))
     finally:
         loop.close()
 
@@ -138,3 +146,23 @@ def test_server_faults_fall_into_their_class(server, monkeypatch, mode, error_cl
     level = vllm_bench.level_metrics(2, records, wall)
     assert level["failed_by_class"] == {error_class: 2}
     assert words in level["first_errors"][0]
+
+
+def test_a_level_stops_sending_once_its_failures_pass_the_allowance(server, monkeypatch):
+    monkeypatch.setattr(_StreamingHandler, "mode", "http_500")
+    records, wall = run(server, concurrency=2, count=40, max_failure_ratio=0.05)
+    level = vllm_bench.level_metrics(2, records, wall)
+    # 0.05 of 40 allows 2 failures: the third stops the level, with at most one more in flight.
+    assert 3 <= level["requests"] + level["abandoned"] <= 4
+    assert level["failed"] == level["requests"] and level["completed"] == 0
+    assert vllm_bench.level_failure(level, 0.05).startswith("level C=2: ")
+
+
+def test_requests_in_flight_when_a_level_stops_are_abandoned_not_waited_for(server, monkeypatch):
+    monkeypatch.setattr(_StreamingHandler, "mode", "slow_then_500")
+    started = time.monotonic()
+    records, wall = run(server, concurrency=2, count=10, tokens=2, timeout=10.0, max_failure_ratio=0.0)
+    assert time.monotonic() - started < 3       # the hanging request would hold the level 10 s
+    level = vllm_bench.level_metrics(2, records, wall)
+    assert (level["requests"], level["failed"], level["abandoned"]) == (1, 1, 1)
+    assert level["failed_by_class"] == {"http_5xx": 1}
