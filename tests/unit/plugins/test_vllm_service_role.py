@@ -1,0 +1,220 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The vllm_service role's preflight and unit template, run by ansible-playbook on localhost (one
+run, one block per case): where it listens, what it refuses before anything is written, where
+each secret lands, and the unit's hardening, checked with systemd-analyze verify. Nothing here
+starts a server; the molecule scenario vllm_service does that."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+TEMPLATES = os.path.join(ROOT, "roles", "vllm_service", "templates")
+
+API_KEY = "gauntlet-role-api-key-5e2b7c90"
+SECRET = "gauntlet-db-secret-3a91f4c2"
+REFUSED_KEY = "gauntlet-refused-key-c0ffee42"
+OLD_SECRET = "gauntlet-old-secret-9d8c7b6a"
+
+# name -> the case's variables
+CASES = {
+    "loopback_default": {},
+    "key_listens_everywhere": {"vllm_service_api_key": API_KEY},
+    "key_from_the_secret_map": {"vllm_service_secret_env": {"VLLM_API_KEY": API_KEY}},
+    "open_without_key": {"vllm_service_host": "0.0.0.0"},
+    "open_allowed": {"vllm_service_host": "0.0.0.0", "vllm_service_allow_unauthenticated": True},
+    "api_key_in_extra_args": {"vllm_service_api_key": API_KEY, "vllm_service_extra_args": ["--enforce-eager", "--api-key", REFUSED_KEY]},
+    "api_key_equals_in_extra_args": {"vllm_service_extra_args": ["--api-key=" + REFUSED_KEY]},
+    "host_in_extra_args": {"vllm_service_extra_args": ["--host", "0.0.0.0"]},
+    "secret_name_in_plain_env": {"vllm_service_environment": {"WANDB_API_KEY": REFUSED_KEY}},
+    "secret_value_in_plain_env": {"vllm_service_secret_env": {"GAUNTLET_DB_CONN": SECRET},
+                                  "vllm_service_environment": {"DB_URL": "postgres://app@db/" + SECRET}},
+    "secret_env": {"vllm_service_api_key": API_KEY, "vllm_service_hf_token": "hf_" + "x" * 34,
+                   "vllm_service_secret_env": {"GAUNTLET_DB_CONN": SECRET}},
+    "deprecated_secret_environment": {"vllm_service_secret_environment": {"GAUNTLET_OLD": OLD_SECRET}},
+    "root_user": {"vllm_service_user": "root", "vllm_service_read_write_paths": ["-/srv/vllm-scratch"],
+                  "vllm_service_environment": {"TRITON_CACHE_DIR": "/scratch/triton"}},
+}
+
+CASE_TASKS = """
+    - name: Case {name}
+      vars: {variables}
+      block:
+        - name: Run the role's preflight
+          ansible.builtin.include_role:
+            name: gauntlet.vllm.vllm_service
+            tasks_from: preflight.yml
+            public: true
+        - name: Render the unit
+          ansible.builtin.template:
+            src: {templates}/vllm.service.j2
+            dest: {out}/{name}.service
+            mode: "0644"
+        - name: Render the environment file
+          ansible.builtin.template:
+            src: {templates}/vllm.env.j2
+            dest: {out}/{name}.env
+            mode: "0600"
+          no_log: true
+        - name: Keep the outcome
+          ansible.builtin.copy:
+            content: "{{{{ {{'ok': true, 'args': vllm_service__args, 'host': vllm_service__host}} | to_json }}}}"
+            dest: {out}/{name}.json
+            mode: "0644"
+      rescue:
+        - name: Keep the refusal
+          ansible.builtin.copy:
+            content: "{{{{ {{'ok': false, 'msg': ansible_failed_result.msg}} | to_json }}}}"
+            dest: {out}/{name}.json
+            mode: "0644"
+"""
+
+
+def _stub(path):
+    with open(path, "w") as handle:
+        handle.write("#!/bin/sh\nexit 0\n")
+    os.chmod(path, 0o755)
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory):
+    """Run every case in one ansible-playbook (-v, as molecule logs it); return (outcomes, files dir, stdout)."""
+    base = tmp_path_factory.mktemp("vllm_service_role")
+    out, model, venv = base / "out", base / "model", base / "venv" / "bin"
+    for directory in (out, model, venv):
+        directory.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    _stub(str(venv / "vllm"))
+    _stub(str(venv / "python"))
+    header = {"vllm_service_name": "tiny", "vllm_service_model": str(model), "vllm_service_venv": str(venv.parent),
+              "vllm_service_port": 8000}
+    playbook = "- hosts: localhost\n  connection: local\n  gather_facts: false\n  vars: %s\n  tasks:\n" % json.dumps(header)
+    for name, variables in CASES.items():
+        playbook += CASE_TASKS.format(name=name, variables=json.dumps(variables), templates=TEMPLATES, out=out)
+    (base / "play.yml").write_text(playbook)
+    command = [shutil.which("ansible-playbook"), "-v", str(base / "play.yml")]
+    assert command[0], "ansible-playbook is not on PATH: source scripts/lib.sh first"
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    outcomes = {}
+    for name in CASES:
+        path = out / ("%s.json" % name)
+        assert path.exists(), "case %s left no outcome:\n%s" % (name, result.stdout[-4000:])
+        outcomes[name] = json.loads(path.read_text())
+    return outcomes, out, result.stdout + result.stderr
+
+
+def _host(outcome):
+    args = outcome["args"]
+    return args[args.index("--host") + 1]
+
+
+def test_without_a_key_the_server_listens_on_loopback_only(played):
+    outcomes, out, dummy = played
+    assert outcomes["loopback_default"]["ok"] is True
+    assert _host(outcomes["loopback_default"]) == "127.0.0.1"
+    assert '"--host" "127.0.0.1"' in (out / "loopback_default.service").read_text()
+
+
+@pytest.mark.parametrize("case", ["key_listens_everywhere", "key_from_the_secret_map", "open_allowed"])
+def test_with_a_key_or_the_allowance_it_listens_everywhere(played, case):
+    outcome = played[0][case]
+    assert outcome["ok"] is True, outcome
+    assert _host(outcome) == "0.0.0.0"
+
+
+def test_an_open_address_without_a_key_is_refused_naming_both_variables(played):
+    outcome = played[0]["open_without_key"]
+    assert outcome["ok"] is False
+    assert "vllm_service_api_key" in outcome["msg"] and "vllm_service_allow_unauthenticated" in outcome["msg"]
+    assert not (played[1] / "open_without_key.service").exists()
+
+
+@pytest.mark.parametrize("case, words", [
+    ("api_key_in_extra_args", ["--api-key", "vllm_service_api_key"]),
+    ("api_key_equals_in_extra_args", ["--api-key", "vllm_service_api_key"]),
+    ("host_in_extra_args", ["--host", "vllm_service_host"]),
+    ("secret_name_in_plain_env", ["WANDB_API_KEY", "vllm_service_secret_env"]),
+    ("secret_value_in_plain_env", ["vllm_service_environment holds the value of the secret GAUNTLET_DB_CONN"]),
+])
+def test_secrets_outside_the_environment_file_are_refused_before_anything_is_written(played, case, words):
+    outcomes, out, stdout = played
+    assert outcomes[case]["ok"] is False
+    for word in words:
+        assert word in outcomes[case]["msg"]
+    assert not (out / ("%s.service" % case)).exists()
+    assert REFUSED_KEY not in outcomes[case]["msg"] and SECRET not in outcomes[case]["msg"]
+
+
+def test_secrets_reach_only_the_environment_file(played):
+    outcomes, out, dummy = played
+    unit = (out / "secret_env.service").read_text()
+    env = (out / "secret_env.env").read_text()
+    for secret in (API_KEY, SECRET, "hf_" + "x" * 34):
+        assert secret not in unit
+        assert secret not in json.dumps(outcomes["secret_env"])
+    assert 'GAUNTLET_DB_CONN="%s"' % SECRET in env
+    assert 'VLLM_API_KEY="%s"' % API_KEY in env
+    assert "EnvironmentFile=" in unit
+    assert oct(os.stat(str(out / "secret_env.env")).st_mode & 0o777) == "0o600"
+
+
+def test_the_old_secret_map_name_still_works(played):
+    outcomes, out, stdout = played
+    assert 'GAUNTLET_OLD="%s"' % OLD_SECRET in (out / "deprecated_secret_environment.env").read_text()
+    assert OLD_SECRET not in (out / "deprecated_secret_environment.service").read_text()
+    assert "vllm_service_secret_environment is deprecated" in stdout
+
+
+def test_no_secret_reaches_the_playbook_output(played):
+    stdout = played[2]
+    for secret in (API_KEY, SECRET, REFUSED_KEY, OLD_SECRET, "hf_" + "x" * 34):
+        assert secret not in stdout
+
+
+def _directives(text):
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_the_unit_is_hardened_and_keeps_the_gpus_usable(played):
+    directives = _directives((played[1] / "loopback_default.service").read_text())
+    for directive in ("UMask=0027", "NoNewPrivileges=yes", "CapabilityBoundingSet=", "AmbientCapabilities=",
+                      "ProtectSystem=strict", 'ReadWritePaths="/var/lib/vllm"', "PrivateTmp=yes",
+                      "ProtectKernelTunables=yes", "ProtectControlGroups=yes", "LockPersonality=yes",
+                      "RestrictRealtime=yes", "SystemCallArchitectures=native",
+                      "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK"):
+        assert directive in directives
+    # Each of these closes /dev/nvidia* (ProtectClock=yes through an implied DeviceAllow= before systemd 252).
+    for closing in ("PrivateDevices", "DevicePolicy", "DeviceAllow", "ProtectClock", "ProcSubset"):
+        assert not any(line.startswith(closing + "=") for line in directives)
+
+
+def test_a_root_server_keeps_its_capabilities_and_gets_the_writable_paths_asked_for(played):
+    directives = _directives((played[1] / "root_user.service").read_text())
+    assert not any(line.startswith(("User=", "CapabilityBoundingSet=")) for line in directives)
+    assert 'ReadWritePaths="-/srv/vllm-scratch"' in directives
+    assert 'ReadWritePaths="-/scratch/triton"' in directives
+    assert "ProtectSystem=strict" in directives
+
+
+@pytest.mark.parametrize("case", ["loopback_default", "secret_env", "root_user"])
+def test_systemd_accepts_the_unit(played, case):
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze is needed (systemd package)"
+    directory = played[1] / ("verify-" + case)
+    directory.mkdir()
+    shutil.copy(str(played[1] / ("%s.service" % case)), str(directory / "vllm-tiny.service"))
+    result = subprocess.run([analyze, "verify", "--man=no", str(directory / "vllm-tiny.service")],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Unknown key" not in result.stderr and "Failed to parse" not in result.stderr, result.stderr
