@@ -36,14 +36,21 @@ Design notes:
   landing in the same timestamp tick as the stat that keyed the entry) a
   digest is only cached when the file's mtime is more than ``RACY_WINDOW_NS``
   older than the moment hashing started, and the file's stat is unchanged
-  after hashing.  Restoring the mtime after a write (``touch -d``, ``rsync -t``)
-  still changes the ctime, which cannot be set back.
+  after hashing; a fresher file is hashed a second time once that window has
+  passed, and cached when both digests and the stat agree.  Restoring the
+  mtime after a write (``touch -d``, ``rsync -t``) still changes the ctime,
+  which cannot be set back.
+* The digest cache file carries the marker key ``gauntlet_vllm_verify_cache``.
+  Only a missing file or a file with that marker is ever replaced (atomically,
+  mode 0640); anything else at ``cache_path`` stops the verification with an
+  error naming it.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import fnmatch
 import hashlib
 import json
@@ -55,13 +62,19 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import json_type_name, read_json_object
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import json_type_name, parse_json, read_json_object, read_text
 
 
 INDEX_FILE_NAME = "model.safetensors.index.json"
 SINGLE_FILE_NAME = "model.safetensors"
 CACHE_FILE_NAME = ".gauntlet-verify-cache.json"
+# A digest cache is marked by this key (its value is the format version): model_verify never
+# replaces a file without it.
+CACHE_MARKER = "gauntlet_vllm_verify_cache"
 CACHE_VERSION = 1
+# The comment of the caches written before the marker existed (also recognised as ours).
+LEGACY_CACHE_COMMENT = "gauntlet.vllm.model_verify digest cache"
+CACHE_MODE = 0o640
 SHARD_SUFFIX = ".safetensors"
 CHECKSUM_MODES = ("auto", "true", "false")
 
@@ -76,7 +89,7 @@ LIST_CAP = 20
 # Most problems spelt out in the failure message (the ``errors`` list has them all).
 MESSAGE_CAP = 50
 
-# Bits per element of every safetensors dtype.
+# Bits per element of every safetensors dtype (the safetensors crate's Dtype enum, 0.8).
 DTYPE_BITS = {
     "BOOL": 8,
     "F4": 4,
@@ -98,11 +111,31 @@ DTYPE_BITS = {
     "F64": 64,
     "I64": 64,
     "U64": 64,
+    "F8_E4M3FNUZ": 8,
+    "F8_E5M2FNUZ": 8,
 }
+# A tensor entry's fields, in the order serde reads them from a sequence.
+TENSOR_FIELDS = ("dtype", "shape", "data_offsets")
+# The safetensors library reads sizes as 64-bit unsigned integers.
+MAX_USIZE = (1 << 64) - 1
+# serde_json refuses JSON nested deeper than this (the header object counts as level 1).
+MAX_JSON_DEPTH = 127
+JSON_WHITESPACE = b" \t\r\n"
+LONE_SURROGATE_ESCAPE = re.compile(br"\\u[dD][89a-fA-F]")
+LONE_SURROGATE = re.compile(u"[\ud800-\udfff]")
 
 # ``<prefix>-<number>-of-<total><suffix>``, the Hugging Face shard naming.
 SHARD_NAME = re.compile(r"^(?P<prefix>.*)-(?P<number>[0-9]+)-of-(?P<total>[0-9]+)(?P<suffix>\.[^./]+)$")
 SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+# A size given as a string: ASCII digits only, and few enough for int() (it refuses over 4300).
+DECIMAL = re.compile(r"^[0-9]{1,30}$")
+# Longest shard number or total (zero padding included) taken as a number; Hugging Face writes 5 digits.
+MAX_SHARD_DIGITS = 32
+# Longer index entries cannot be paths (PATH_MAX is 4096): they are refused unopened.
+MAX_NAME_CHARS = 4096
+# Caps on the JSON files read whole: the index (DeepSeek-V3's is 9 MB) and the digest cache.
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+MAX_CACHE_BYTES = 64 * 1024 * 1024
 
 
 class CheckpointError(Exception):
@@ -163,7 +196,7 @@ def parse_expected_files(expected_files):
         if unknown:
             raise CheckpointError("%s: unknown key(s) %s (allowed: size, sha256)" % (where, ", ".join(unknown)))
         size = entry.get("size")
-        if isinstance(size, str) and size.strip().isdigit():
+        if isinstance(size, str) and DECIMAL.match(size.strip()):
             size = int(size.strip())
         if size is not None and (not _is_int(size) or size < 0):
             raise CheckpointError("%s.size: must be a non-negative integer, got %s" % (where, json.dumps(entry.get("size"))))
@@ -182,7 +215,7 @@ def parse_expected_files(expected_files):
 
 def load_weight_map(index_path):
     """Read a ``*.safetensors.index.json``; return its ``weight_map`` (tensor -> file)."""
-    data = read_json_object(index_path, error=CheckpointError)
+    data = read_json_object(index_path, error=CheckpointError, limit=MAX_INDEX_BYTES)
     if "weight_map" not in data:
         raise CheckpointError("%s: missing required field 'weight_map'" % index_path)
     weight_map = data["weight_map"]
@@ -208,6 +241,8 @@ def unsafe_name_reason(name):
     """
     if not name:
         return "empty file name"
+    if len(name) > MAX_NAME_CHARS:
+        return "file name is %d characters long (longer than any path can be)" % len(name)
     if "\x00" in name:
         return "file name contains a NUL byte"
     if os.path.isabs(name) or name.startswith("/"):
@@ -217,9 +252,17 @@ def unsafe_name_reason(name):
     return None
 
 
+def shard_match(name):
+    """The ``-NNNNN-of-MMMMM`` match of ``name``, or None (also when a number is implausibly long)."""
+    match = SHARD_NAME.match(name) if len(name) <= MAX_NAME_CHARS else None
+    if match and len(match.group("number")) <= MAX_SHARD_DIGITS and len(match.group("total")) <= MAX_SHARD_DIGITS:
+        return match
+    return None
+
+
 def shard_key(name):
     """Name normalised for zero padding and case: the same shard under another spelling."""
-    match = SHARD_NAME.match(name)
+    match = shard_match(name)
     if match:
         return ("numbered", match.group("prefix").lower(), int(match.group("number")),
                 int(match.group("total")), match.group("suffix").lower())
@@ -232,11 +275,14 @@ def check_numbering(names):
     Each message starts with the file name(s) concerned.
     """
     groups = {}
+    messages = []
     for name in names:
-        match = SHARD_NAME.match(name)
+        match = shard_match(name)
         if match:
             groups.setdefault((match.group("prefix"), match.group("suffix")), []).append(match)
-    messages = []
+        elif len(name) <= MAX_NAME_CHARS and SHARD_NAME.match(name):
+            messages.append("%s: the shard number or total has more than %d digits (not a shard name)"
+                            % (_short_name(name), MAX_SHARD_DIGITS))
     for (prefix, suffix), matches in sorted(groups.items()):
         totals = {}
         for match in matches:
@@ -264,9 +310,10 @@ def check_numbering(names):
         if absent:
             width = len(matches[0].group("number"))
             total_text = matches[0].group("total")
-            absent_names = ["%s-%0*d-of-%s%s" % (prefix, width, number, total_text, suffix) for number in absent]
+            absent_names = ["%s-%0*d-of-%s%s" % (prefix, width, number, total_text, suffix) for number in absent[:LIST_CAP]]
             messages.append("%s: the index names no shard %s of %d (it names %d shard%s)"
-                            % (_capped_names(absent_names), _capped_numbers(absent), total, len(numbers), _plural(len(numbers))))
+                            % (_capped_names(absent_names, len(absent)), _capped_numbers(absent), total, len(numbers),
+                               _plural(len(numbers))))
     return messages
 
 
@@ -297,7 +344,12 @@ def _read_exact(handle, count):
 def read_safetensors_header(handle, size, expected_size=None):
     """Parse the header of an open safetensors file of ``size`` bytes.
 
-    :returns: ``(header, data_start)`` where header is the JSON object.
+    The JSON is read as the safetensors library reads it (serde_json): no NaN or
+    Infinity, no number beyond the double range, no lone surrogate, containers
+    nested at most ``MAX_JSON_DEPTH`` deep.
+
+    :returns: ``(header, data_start)`` where header is the JSON object
+        (a dict that lists in ``duplicates`` the keys it had more than once).
     :raises _HeaderProblem: when no usable header can be read.
     """
     if size < 8:
@@ -316,21 +368,157 @@ def read_safetensors_header(handle, size, expected_size=None):
     raw = _read_exact(handle, length)
     if len(raw) != length:
         raise _HeaderProblem("truncated", "the file ended while reading the header")
-    if not raw.startswith(b"{"):
+    if not raw.lstrip(JSON_WHITESPACE).startswith(b"{"):
         raise _HeaderProblem("corrupt", "header does not start with '{' (not a safetensors file?)")
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise _HeaderProblem("corrupt", "header is not UTF-8: %s" % exc)
-    except ValueError as exc:
-        raise _HeaderProblem("corrupt", "header is not valid JSON: %s" % exc)
+    header = _parse_header_json(raw)
     if not isinstance(header, dict):
         raise _HeaderProblem("corrupt", "header is a JSON %s, not an object" % json_type_name(header))
     return header, 8 + length
 
 
+class _JsonObject(dict):
+    """A JSON object that remembers the keys it held more than once (the last value is kept)."""
+
+    duplicates = ()
+
+
+def _json_object(pairs):
+    obj = _JsonObject(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        obj.duplicates = sorted(set(key for key, _value in pairs if key in seen or seen.add(key)))
+    return obj
+
+
+def _json_int(text):
+    """An integer as serde_json reads it: beyond the 64-bit range (and -0) it is a float."""
+    digits = text.lstrip("-")
+    if len(digits) <= 20:
+        value = int(text)
+        if text != "-0" and -(1 << 63) <= value <= MAX_USIZE:
+            return value
+    return _json_float(text)
+
+
+def _json_float(text):
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number out of range: %s" % (text[:40] + ("..." if len(text) > 40 else "")))
+    return value
+
+
+def _json_constant(name):
+    raise ValueError("%s is not JSON" % name)
+
+
+def _parse_header_json(raw):
+    """The header's JSON, parsed as strictly as the safetensors library parses it."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _HeaderProblem("corrupt", "header is not UTF-8: %s" % exc)
+    try:
+        header = json.loads(text, object_pairs_hook=_json_object, parse_int=_json_int, parse_float=_json_float,
+                            parse_constant=_json_constant)
+    except RecursionError:
+        raise _HeaderProblem("corrupt", "header JSON is nested too deeply (the safetensors limit is %d levels)" % MAX_JSON_DEPTH)
+    except ValueError as exc:
+        raise _HeaderProblem("corrupt", "header is not valid JSON: %s" % exc)
+    if LONE_SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(header):
+        raise _HeaderProblem("corrupt", "header is not valid JSON: a \\u escape is a lone UTF-16 surrogate")
+    return header
+
+
+def _has_lone_surrogate(value):
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if LONE_SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _json_depth(value, limit):
+    """Nesting depth of containers in ``value`` (a scalar is 0), counted up to ``limit + 1``."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _usize(value):
+    """Whether ``value`` is what the safetensors library reads as a size (a 64-bit unsigned integer)."""
+    return _is_int(value) and 0 <= value <= MAX_USIZE
+
+
+def _tensor_entry(name, info):
+    """``(dtype, shape, offsets, problem)`` of one header entry, read as the safetensors library reads it."""
+    label = "tensor %s" % json.dumps(name)
+    if isinstance(info, list) and len(info) == 3:
+        # serde also accepts a struct written as a sequence of its fields, in order.
+        info = dict(zip(TENSOR_FIELDS, info))
+    if not isinstance(info, dict):
+        return None, None, None, "%s: entry is a %s, not an object" % (label, json_type_name(info))
+    duplicated = [key for key in getattr(info, "duplicates", ()) if key in TENSOR_FIELDS]
+    if duplicated:
+        return None, None, None, "%s: field %s is given more than once" % (label, ", ".join(duplicated))
+    extra = [key for key in info if key not in TENSOR_FIELDS]
+    if extra and max(_json_depth(info[key], MAX_JSON_DEPTH) for key in extra) > MAX_JSON_DEPTH - 2:
+        return None, None, None, "%s: field nested too deeply (the safetensors limit is %d levels)" % (label, MAX_JSON_DEPTH)
+    dtype = info.get("dtype")
+    if isinstance(dtype, dict) and len(dtype) == 1 and list(dtype.values()) == [None]:
+        dtype = list(dtype)[0]  # serde's map form of an enum's unit variant: {"BF16": null}
+    shape = info.get("shape")
+    offsets = info.get("data_offsets")
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        return None, None, None, "%s: dtype %s is not a safetensors dtype (%s)" % (label, json.dumps(dtype), ", ".join(sorted(DTYPE_BITS)))
+    if not isinstance(shape, list) or not all(_usize(dim) for dim in shape):
+        return None, None, None, "%s: shape must be a list of non-negative integers, got %s" % (label, _short_json(shape))
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_usize(offset) for offset in offsets) or offsets[1] < offsets[0]:
+        return None, None, None, "%s: data_offsets must be [begin, end] with 0 <= begin <= end, got %s" % (label, _short_json(offsets))
+    return dtype, shape, offsets, None
+
+
+def _tensor_size_problem(label, dtype, shape, begin, end):
+    """Why ``data_offsets`` disagree with dtype x shape (the library's arithmetic, overflow included), or None."""
+    elements = 1
+    for dim in shape:
+        elements *= dim
+        if elements > MAX_USIZE:
+            return "%s: %s x %s overflows a 64-bit size" % (label, dtype, _short_json(shape))
+    needed_bits = elements * DTYPE_BITS[dtype]
+    if needed_bits > MAX_USIZE:
+        return "%s: %s x %s overflows a 64-bit size" % (label, dtype, _short_json(shape))
+    if needed_bits % 8:
+        return "%s: %s %s is %d bits, not a whole number of bytes" % (label, dtype, shape, needed_bits)
+    if end - begin != needed_bits // 8:
+        return "%s: data_offsets [%d, %d] hold %d bytes but %s x %s needs %d" % (label, begin, end, end - begin, dtype, shape, needed_bits // 8)
+    return None
+
+
+def _short_json(value, limit=200):
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def check_safetensors(handle, size, expected_size=None):
     """Check the structure of one open safetensors file.
+
+    Every file the safetensors library refuses to open is reported here (truncated or
+    corrupt); one thing the library lets through is reported too: a tensor named twice
+    in the header (the library silently keeps the last definition).
 
     :returns: dict with ``truncated`` (reason dict or None), ``corrupt``
         (list of ``(tensor or None, message)``), ``tensors`` (set of names, or
@@ -346,49 +534,34 @@ def check_safetensors(handle, size, expected_size=None):
             report["corrupt"].append((None, exc.reason))
         return report
     problems = report["corrupt"]
+    for key in getattr(header, "duplicates", ()):
+        if key == "__metadata__":
+            problems.append((None, "__metadata__ is given more than once"))
+        else:
+            problems.append((key, "tensor %s is defined more than once in the header" % json.dumps(key)))
     spans = []
     tensors = set()
     for name, info in header.items():
         if name == "__metadata__":
-            if not isinstance(info, dict) or not all(isinstance(value, str) for value in info.values()):
+            if info is not None and (not isinstance(info, dict) or not all(isinstance(value, str) for value in info.values())):
                 problems.append((None, "__metadata__ must map strings to strings"))
             continue
         tensors.add(name)
-        label = "tensor %s" % json.dumps(name)
-        if not isinstance(info, dict):
-            problems.append((name, "%s: entry is a %s, not an object" % (label, json_type_name(info))))
-            continue
-        dtype = info.get("dtype")
-        shape = info.get("shape")
-        offsets = info.get("data_offsets")
-        if not isinstance(dtype, str):
-            problems.append((name, "%s: dtype must be a string, got %s" % (label, json.dumps(dtype))))
-            continue
-        if not isinstance(shape, list) or not all(_is_int(dim) and dim >= 0 for dim in shape):
-            problems.append((name, "%s: shape must be a list of non-negative integers, got %s" % (label, json.dumps(shape))))
-            continue
-        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(offset) for offset in offsets)
-                or offsets[0] < 0 or offsets[1] < offsets[0]):
-            problems.append((name, "%s: data_offsets must be [begin, end] with 0 <= begin <= end, got %s"
-                             % (label, json.dumps(offsets))))
-            continue
-        begin, end = offsets
-        bits = DTYPE_BITS.get(dtype)
-        if bits is None:
-            report["warnings"].append("%s: unknown dtype %s, its size was not checked" % (label, json.dumps(dtype)))
-        else:
-            elements = 1
-            for dim in shape:
-                elements *= dim
-            needed_bits = elements * bits
-            if needed_bits % 8:
-                problems.append((name, "%s: %s %s is %d bits, not a whole number of bytes" % (label, dtype, shape, needed_bits)))
-            elif end - begin != needed_bits // 8:
-                problems.append((name, "%s: data_offsets [%d, %d] hold %d bytes but %s x %s needs %d"
-                                 % (label, begin, end, end - begin, dtype, shape, needed_bits // 8)))
-        spans.append((begin, end, name))
-        report["tensor_bytes"] += end - begin
+        dtype, shape, offsets, problem = _tensor_entry(name, info)
+        if problem is None:
+            problem = _tensor_size_problem("tensor %s" % json.dumps(name), dtype, shape, offsets[0], offsets[1])
+            spans.append((offsets[0], offsets[1], name))
+            report["tensor_bytes"] += offsets[1] - offsets[0]
+        if problem is not None:
+            problems.append((name, problem))
     report["tensors"] = tensors
+    _check_layout(report, spans, size, data_start, expected_size)
+    return report
+
+
+def _check_layout(report, spans, size, data_start, expected_size):
+    """The safetensors library insists that the tensors tile the data area exactly."""
+    problems = report["corrupt"]
     data_size = size - data_start
     if spans:
         last = max(spans, key=lambda span: (span[1], span[0]))
@@ -399,8 +572,7 @@ def check_safetensors(handle, size, expected_size=None):
                 "reason": "tensor %s ends at byte %d but the file has %d (%d bytes missing)"
                           % (json.dumps(last[2]), data_start + last[1], size, data_start + last[1] - size),
             }
-            return report
-    # The safetensors library insists that the tensors tile the data area exactly.
+            return
     cursor = 0
     previous = None
     for begin, end, name in sorted(spans):
@@ -414,7 +586,6 @@ def check_safetensors(handle, size, expected_size=None):
             previous = name
     if cursor < data_size:
         problems.append((None, "%d bytes after the end of the last tensor" % (data_size - cursor)))
-    return report
 
 
 # --------------------------------------------------------------------------
@@ -448,17 +619,52 @@ def sha256_file(path, chunk_size=CHUNK_SIZE):
         return sha256_of_handle(handle, chunk_size)[0]
 
 
-def load_cache(cache_path):
-    """``(entries, warning)``: real path -> entry dict; an unusable cache is ignored with a warning."""
-    if not cache_path or not os.path.exists(cache_path):
-        return {}, None
+def _not_ours(cache_path, what):
+    return CheckpointError("%s: %s; model_verify only replaces a digest cache it wrote itself, so it stops here: "
+                           "delete that file if it is not needed, or give cache_path a file of its own" % (cache_path, what))
+
+
+def read_cache_file(cache_path):
+    """The parsed digest cache at ``cache_path``, or None when there is no such file.
+
+    :raises CheckpointError: when something is there that this module cannot prove it
+        wrote (no marker key, not JSON, too large, unreadable, a symlink, not a file).
+    """
     try:
-        with open(cache_path, "rb") as handle:
-            data = json.loads(handle.read().decode("utf-8"))
-    except (IOError, OSError, ValueError) as exc:
-        return {}, "%s: digest cache ignored (cannot read it: %s); it will be rewritten" % (cache_path, exc)
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("files"), dict):
-        return {}, "%s: digest cache ignored (not a version %d cache); it will be rewritten" % (cache_path, CACHE_VERSION)
+        st = os.lstat(cache_path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise _not_ours(cache_path, "cannot examine it: %s" % (exc.strerror or exc))
+    if stat.S_ISLNK(st.st_mode):
+        raise _not_ours(cache_path, "is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_ours(cache_path, "is not a regular file")
+    try:
+        data = parse_json(read_text(cache_path, CheckpointError, MAX_CACHE_BYTES), cache_path, CheckpointError)
+    except CheckpointError as exc:
+        raise _not_ours(cache_path, "exists but is not a readable digest cache (%s)" % str(exc)[len(cache_path) + 2:])
+    if isinstance(data, dict) and CACHE_MARKER in data:
+        return data
+    if (isinstance(data, dict) and data.get("version") == 1 and isinstance(data.get("comment"), str)
+            and data["comment"].startswith(LEGACY_CACHE_COMMENT)):
+        return data  # written by model_verify before the marker key existed
+    raise _not_ours(cache_path, "exists and is not a model_verify digest cache (no %s key)" % json.dumps(CACHE_MARKER))
+
+
+def load_cache(cache_path):
+    """``(entries, warning)``: real path -> entry dict.
+
+    A missing cache is empty; a cache of ours in another format is ignored with a warning
+    (and rewritten); anything else raises CheckpointError (see read_cache_file).
+    """
+    if not cache_path:
+        return {}, None
+    data = read_cache_file(cache_path)
+    if data is None:
+        return {}, None
+    if data.get(CACHE_MARKER) != CACHE_VERSION or not isinstance(data.get("files"), dict):
+        return {}, "%s: digest cache of another format ignored; it will be rewritten" % cache_path
     entries = {}
     for path, entry in data["files"].items():
         if (isinstance(entry, dict) and isinstance(entry.get("key"), list) and len(entry["key"]) == 5
@@ -468,21 +674,42 @@ def load_cache(cache_path):
     return entries, None
 
 
-def write_cache(cache_path, entries):
-    """Atomically replace ``cache_path``; returns a warning string on failure, else None."""
+def cache_writable(cache_path):
+    """Why the cache could not be written now (a string), or None: what check mode predicts."""
+    try:
+        read_cache_file(cache_path)
+    except CheckpointError as exc:
+        return str(exc)
     directory = os.path.dirname(os.path.abspath(cache_path))
-    data = {"version": CACHE_VERSION, "algorithm": "sha256",
-            "comment": "gauntlet.vllm.model_verify digest cache: real path -> [size, mtime_ns, ctime_ns, inode, device] and sha256",
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "%s: could not write the digest cache: %s is not writable" % (cache_path, directory)
+    return None
+
+
+def write_cache(cache_path, entries):
+    """Atomically replace ``cache_path`` (mode 0640); returns a warning string on failure, else None.
+
+    The file there is checked again just before it is replaced: only a missing file or a cache
+    of ours is ever replaced.
+    """
+    directory = os.path.dirname(os.path.abspath(cache_path))
+    data = {CACHE_MARKER: CACHE_VERSION, "algorithm": "sha256",
+            "comment": LEGACY_CACHE_COMMENT + ": real path -> [size, mtime_ns, ctime_ns, inode, device] and sha256",
             "files": dict((path, entries[path]) for path in sorted(entries))}
     tmp_path = None
     try:
+        read_cache_file(cache_path)
         fd, tmp_path = tempfile.mkstemp(prefix=".gauntlet-verify-cache.", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "w") as handle:
             json.dump(data, handle, indent=1, sort_keys=True)
             handle.write("\n")
-        os.chmod(tmp_path, 0o644)  # mkstemp makes it 0600; the digests are no secret, other readers may use them
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_path, CACHE_MODE)
         os.replace(tmp_path, cache_path)
         tmp_path = None
+    except CheckpointError as exc:
+        return "%s (the digest cache was not written)" % exc
     except (IOError, OSError) as exc:
         return "%s: could not write the digest cache: %s" % (cache_path, exc)
     finally:
@@ -499,7 +726,9 @@ def _inspect_file(task, hash_mode, chunk_size):
     """Check one file (run in a worker thread); returns a report dict.
 
     ``task``: name, path, real, is_shard, wanted (tensor names or None),
-    expected ({size, sha256} or None), cached (cache entry or None).
+    expected ({size, sha256} or None), cached (cache entry or None),
+    cacheable (whether a digest will be cached: a fresh file is then hashed again
+    to make its digest cacheable, unless it does not match the expected one).
     """
     expected = task["expected"] or {"size": None, "sha256": None}
     report = {"name": task["name"], "real": task["real"], "size": None, "size_mismatch": None,
@@ -543,9 +772,32 @@ def _inspect_file(task, hash_mode, chunk_size):
                 report["warnings"].append("%s: the file changed while it was being hashed; its digest is not cached" % task["name"])
             elif st.st_mtime_ns < started_ns - RACY_WINDOW_NS:
                 report["cache_entry"] = {"key": key, "sha256": digest}
+            elif task.get("cacheable") and expected["sha256"] in (None, digest):
+                report["cache_entry"] = _settle(handle, key, digest, st.st_mtime_ns, chunk_size, report)
     except (IOError, OSError) as exc:
         report["error"] = "cannot read: %s" % (exc.strerror or exc)
     return report
+
+
+def _settle(handle, key, digest, mtime_ns, chunk_size, report):
+    """The cache entry of a file modified just before it was hashed, or None.
+
+    A write landing in the same timestamp tick as the file's mtime leaves no trace in its
+    stat, so the first digest cannot be cached. Once ``RACY_WINDOW_NS`` has passed since the
+    mtime, any later write would change the stat: a second digest that agrees, with the stat
+    unchanged, is safe to cache (and the next run need not hash the file, nor rewrite the cache).
+    """
+    wait_ns = mtime_ns + RACY_WINDOW_NS - time.time_ns()
+    if wait_ns > RACY_WINDOW_NS:
+        return None  # an mtime in the future (clock skew): never cached
+    if wait_ns > 0:
+        time.sleep(wait_ns / 1e9)
+    again, count = sha256_of_handle(handle, chunk_size)
+    report["bytes_hashed"] += count
+    if again != digest or stat_key(os.fstat(handle.fileno())) != key:
+        report["warnings"].append("%s: the file changed while it was being hashed; its digest is not cached" % report["name"])
+        return None
+    return {"key": key, "sha256": digest}
 
 
 # --------------------------------------------------------------------------
@@ -724,6 +976,7 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
             warnings.append(warning)
     for task in tasks:
         task["cached"] = cache_entries.get(task["real"]) if use_cache else None
+        task["cacheable"] = use_cache
 
     # --- inspect every file -----------------------------------------------
     if tasks:
@@ -798,8 +1051,9 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
             if report["hashed"] and report["cache_entry"] is None:
                 merged.pop(task["real"], None)
         merged.update(new_entries)
-        if merged != cache_entries and write_cache_file:
-            warning = write_cache(cache_path, merged)
+        if merged != cache_entries:
+            # In check mode nothing is written; cache_written then says whether a real run would write it.
+            warning = write_cache(cache_path, merged) if write_cache_file else cache_writable(cache_path)
             if warning:
                 warnings.append(warning)
             else:
@@ -867,6 +1121,13 @@ def _capped_names(names, count=None):
     if count > len(shown):
         text += " and %d more" % (count - len(shown))
     return text
+
+
+def _short_name(name, limit=200):
+    """A name for a message, cut in the middle when it is very long."""
+    if len(name) <= limit:
+        return name
+    return "%s...(%d characters)...%s" % (name[:limit // 2], len(name) - limit, name[-limit // 2:])
 
 
 def _capped_numbers(numbers):

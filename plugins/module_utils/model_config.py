@@ -48,6 +48,13 @@ import os
 CONFIG_FILE_NAME = "config.json"
 HF_QUANT_FILE_NAME = "hf_quant_config.json"
 
+# The most bytes read from a file read whole: a config.json is a few KiB; an hf_quant_config.json
+# listing every layer of a mixed-precision model a few MiB; other text (a wheel's RECORD) is capped
+# by MAX_TEXT_BYTES.
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+MAX_HF_QUANT_BYTES = 64 * 1024 * 1024
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+
 # Fields every language model config must carry (``intermediate_size`` is
 # additionally required for dense models).
 REQUIRED_FIELDS = (
@@ -142,26 +149,44 @@ def find_hf_quant_path(config_path):
     return None
 
 
-def read_text(path, error=ModelConfigError):
-    """The UTF-8 text of ``path``; a file that cannot be read or decoded raises ``error``."""
+def size_text(count):
+    """``64 MiB``, ``512 KiB`` or ``100 bytes``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale and count % scale == 0:
+            return "%d %s" % (count // scale, unit)
+    return "%d bytes" % count
+
+
+def read_text(path, error=ModelConfigError, limit=MAX_TEXT_BYTES):
+    """The UTF-8 text of ``path``, at most ``limit`` bytes; a file that is larger, or cannot be
+    read or decoded, raises ``error`` naming the file (and the cap)."""
     try:
         with open(path, "rb") as handle:
-            raw = handle.read()
+            raw = handle.read(limit + 1)
     except (IOError, OSError) as exc:
         raise error("%s: cannot read file: %s" % (path, exc))
+    if len(raw) > limit:
+        raise error("%s: larger than %s, the most this file may hold; refusing to read it" % (path, size_text(limit)))
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error("%s: not UTF-8 text: %s" % (path, exc))
 
 
-def read_json_object(path, error=ModelConfigError):
-    """Load ``path`` as JSON and insist on a top-level object; problems raise ``error``."""
-    text = read_text(path, error)
+def parse_json(text, where, error=ModelConfigError):
+    """``json.loads`` whose every failure (bad syntax, a number over int()'s digit limit, nesting
+    deeper than Python's recursion limit) raises ``error`` naming ``where``."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
+    except RecursionError:
+        raise error("%s: invalid JSON: nested too deeply" % where)
     except ValueError as exc:
-        raise error("%s: invalid JSON: %s" % (path, exc))
+        raise error("%s: invalid JSON: %s" % (where, str(exc)[:300]))
+
+
+def read_json_object(path, error=ModelConfigError, limit=MAX_TEXT_BYTES):
+    """Load ``path`` (at most ``limit`` bytes) as JSON and insist on a top-level object; problems raise ``error``."""
+    data = parse_json(read_text(path, error, limit), path, error)
     if not isinstance(data, dict):
         raise error(
             "%s: expected a JSON object at the top level, got %s" % (path, json_type_name(data)))
@@ -185,8 +210,8 @@ def load_model_config(path, hf_quant_path=None, discover_hf_quant=True):
             raise ModelConfigError("%s: no such file" % hf_quant_path)
     elif discover_hf_quant:
         hf_quant_path = find_hf_quant_path(config_path)
-    config = read_json_object(config_path)
-    hf_quant = read_json_object(hf_quant_path) if hf_quant_path else None
+    config = read_json_object(config_path, limit=MAX_CONFIG_BYTES)
+    hf_quant = read_json_object(hf_quant_path, limit=MAX_HF_QUANT_BYTES) if hf_quant_path else None
     return normalize_model_config(config, hf_quant=hf_quant,
                                   config_path=config_path, hf_quant_path=hf_quant_path)
 

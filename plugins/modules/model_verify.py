@@ -21,10 +21,11 @@ description:
     C(*.safetensors) files in the directory that the index does not name (stale shards of another revision) are
     reported in RV(unexpected)."
   - "Structure, for every shard: a valid safetensors header (8-byte little-endian length, JSON object, C(__metadata__)
-    allowed); every tensor's byte range inside the file (else RV(truncated)); every range the size dtype x shape needs,
-    and the ranges tiling the data area without gap, overlap or trailing bytes, as the safetensors library requires
-    (else RV(corrupt), naming the tensor); every tensor the index assigns to the shard present in its header (else
-    RV(tensors_missing))."
+    allowed); every tensor's byte range inside the file (else RV(truncated)); a dtype the safetensors library knows,
+    every range the size dtype x shape needs, and the ranges tiling the data area without gap, overlap or trailing
+    bytes (else RV(corrupt), naming the tensor); every tensor the index assigns to the shard present in its header (else
+    RV(tensors_missing)). Every file the safetensors library refuses to open is reported, and a tensor defined twice in
+    one header too (the library would silently keep the last)."
   - "Content, when O(expected_files) gives sizes and sha256 digests (for example the Hub's LFS metadata): sizes
     (RV(size_mismatch)) and sha256 digests (RV(checksum_mismatch)), hashed by O(workers) threads in parallel."
   - "Safety: an index entry that is an absolute path or contains C(..) is refused and never opened (RV(unsafe)), as is a
@@ -33,8 +34,12 @@ description:
     the names in O(expected_files)."
   - Fails the task, with a message naming each bad file and what is wrong plus every return value, unless
     O(fail_on_error=false).
-  - "The module only reads the checkpoint. The one thing it may write is its digest cache (O(cache_path)); that is
-    bookkeeping, so C(changed) is always V(false). In check mode the cache is read but not written."
+  - "The module only reads the checkpoint. The one thing it may write is its digest cache (O(cache_path)); C(changed)
+    is V(true) exactly when it created or rewrote that file (RV(cache_written)). In check mode the cache is read but not
+    written, and C(changed) and RV(cache_written) say whether a real run would write it."
+  - "It never replaces a file it did not write: the cache carries the marker key C(gauntlet_vllm_verify_cache), and
+    when O(cache_path) names anything else (a C(config.json), a file that is not JSON, a symlink, a directory) the task
+    fails naming that path, before any hashing."
 author:
   - gauntlet.vllm contributors (@gauntlet)
 options:
@@ -90,6 +95,8 @@ options:
       - The digest cache file. Defaults to C(.gauntlet-verify-cache.json) in O(path).
       - One cache may serve many model directories (entries are keyed on real paths). The cache is trusted, so keep it
         where only the owner of the model files can write it.
+      - The file must be missing or a cache this module wrote (marked with the key C(gauntlet_vllm_verify_cache)); anything
+        else there fails the task, naming the path, and is left as it is. It is replaced atomically, with mode C(0640).
       - When it cannot be written (a read-only model directory), a warning is given and the verification still counts.
     type: path
   ignore_files:
@@ -119,8 +126,11 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 notes:
   - The checks run on the managed node, in parallel threads; hashing reads every byte of the hashed files.
-  - "Unknown safetensors dtypes give a warning and skip that tensor's size check. A C(metadata.total_size) in the
-    index that disagrees with the tensor bytes in the shards gives a warning (some published indexes are inaccurate)."
+  - "A dtype the safetensors library does not know makes the shard RV(corrupt): vLLM could not load it. A
+    C(metadata.total_size) in the index that disagrees with the tensor bytes in the shards gives a warning (some
+    published indexes are inaccurate)."
+  - "Files read whole are capped: the index at 64 MiB, the digest cache at 64 MiB, a safetensors header at 100 MB (the
+    safetensors library's own limit); a larger one is an error naming the file."
 seealso:
   - module: gauntlet.vllm.model_config_info
 """
@@ -286,7 +296,9 @@ cache_path:
   type: str
   sample: /models/Qwen/Qwen3-30B-A3B/.gauntlet-verify-cache.json
 cache_written:
-  description: Whether the digest cache was written (never in check mode; only when it changed).
+  description:
+    - Whether the digest cache was created or rewritten (only when its content changed); C(changed) is the same.
+    - In check mode nothing is written, and this says whether a real run would write it.
   returned: always
   type: bool
   sample: true
@@ -346,9 +358,10 @@ def main():
         module.fail_json(msg=str(exc))
     for warning in result.pop("warnings"):
         module.warn(warning)
+    changed = result["cache_written"]
     if not result["ok"] and params["fail_on_error"]:
-        module.fail_json(msg=failure_message(result), changed=False, **result)
-    module.exit_json(changed=False, **result)
+        module.fail_json(msg=failure_message(result), changed=changed, **result)
+    module.exit_json(changed=changed, **result)
 
 
 if __name__ == "__main__":

@@ -101,7 +101,8 @@ def names(result, key):
 def assert_fails_on(result, failed, key, name):
     """The task failed, ``name`` is in ``result[key]`` and in the message, and no other problem is reported."""
     assert failed, result
-    assert result["ok"] is False and result["changed"] is False
+    # changed reports the one write model_verify may make: its digest cache.
+    assert result["ok"] is False and result["changed"] is result["cache_written"]
     assert name in names(result, key), result[key]
     assert name in result["msg"]
     others = dict((other, result[other]) for other in PROBLEM_KEYS if other != key and result[other])
@@ -118,8 +119,10 @@ def test_rig_tiny_models_pass(verify, tmp_path, name):
     model = rig_model(tmp_path, name)
     result, failed = verify(model, expected_files=manifest(model))
     assert not failed, result.get("msg")
-    assert result["ok"] is True and result["changed"] is False
+    assert result["ok"] is True and result["changed"] is True and result["cache_written"] is True
     assert result["present"] == result["expected"] == shards_of(model)
+    again, failed = verify(model, expected_files=manifest(model))
+    assert not failed and again["changed"] is False and again["hashed"] == []
     assert len(result["hashed"]) == len(manifest(model))
     assert set(RESULT_KEYS) <= set(result)
     json.dumps(result)
@@ -302,25 +305,47 @@ def test_escaping_and_absolute_entries_rejected(verify, ckpt, tmp_path):
 
 def test_cache_rehashes_only_changed_files(verify, ckpt):
     first, failed = verify(ckpt.path, expected_files=ckpt.expected_files)
-    assert not failed and first["hashed"] == ckpt.shards and first["cache_written"] and first["changed"] is False
+    # Writing the digest cache is a change on the host; reading it again is not.
+    assert not failed and first["hashed"] == ckpt.shards and first["cache_written"] and first["changed"] is True
     second, failed = verify(ckpt.path, expected_files=ckpt.expected_files)
-    assert not failed and second["hashed"] == [] and second["from_cache"] == ckpt.shards
+    assert not failed and second["hashed"] == [] and second["from_cache"] == ckpt.shards and second["changed"] is False
     flip_bytes(ckpt.shard(4), middle_of_tensor(ckpt.shard(4)), keep_mtime=True)
     third, failed = verify(ckpt.path, expected_files=ckpt.expected_files)
     assert third["hashed"] == [ckpt.shards[3]] and third["from_cache"] == ckpt.shards[:3]
     assert_fails_on(third, failed, "checksum_mismatch", ckpt.shards[3])
 
 
-def test_check_mode_does_not_write_the_cache(verify, ckpt):
+def test_check_mode_does_not_write_the_cache_but_predicts_changed(verify, ckpt):
     result, failed = verify(ckpt.path, expected_files=ckpt.expected_files, _ansible_check_mode=True)
-    assert not failed and result["ok"] and result["changed"] is False
-    assert result["cache_written"] is False
+    assert not failed and result["ok"] and result["changed"] is True and result["cache_written"] is True
     assert not os.path.exists(os.path.join(ckpt.path, CACHE))
     normal, failed = verify(ckpt.path, expected_files=ckpt.expected_files)
-    assert normal["cache_written"] and os.path.exists(os.path.join(ckpt.path, CACHE))
-    # A check-mode run uses the cache that is there.
+    assert normal["changed"] is True and normal["cache_written"] and os.path.exists(os.path.join(ckpt.path, CACHE))
+    # A check-mode run uses the cache that is there, and predicts no change, as a real run reports.
     result, failed = verify(ckpt.path, expected_files=ckpt.expected_files, _ansible_check_mode=True)
-    assert result["from_cache"] == ckpt.shards and result["hashed"] == []
+    assert result["from_cache"] == ckpt.shards and result["hashed"] == [] and result["changed"] is False
+    again, failed = verify(ckpt.path, expected_files=ckpt.expected_files)
+    assert again["changed"] is False
+
+
+@pytest.mark.parametrize("check_mode", [False, True], ids=["run", "check-mode"])
+def test_cache_path_naming_the_models_config_json_fails_and_keeps_it(verify, ckpt, check_mode):
+    config = os.path.join(ckpt.path, "config.json")
+    write_file(config, b'{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}\n')
+    result, failed = verify(ckpt.path, checksum="true", cache_path=config, _ansible_check_mode=check_mode)
+    assert failed and result.get("changed", False) is False
+    assert result["msg"].startswith(config + ": exists and is not a model_verify digest cache")
+    assert "delete that file if it is not needed, or give cache_path a file of its own" in result["msg"]
+    with open(config, "rb") as handle:
+        assert handle.read() == b'{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}\n'
+
+
+def test_unknown_dtype_fails_the_task(verify, ckpt):
+    rewrite_header(ckpt.shard(2), lambda header: header[next(name for name in header if name != "__metadata__")]
+                   .update(dtype="F2_FUTURE"))
+    result, failed = verify(ckpt.path)
+    assert failed and [entry["file"] for entry in result["corrupt"]] == [ckpt.shards[1]]
+    assert 'dtype "F2_FUTURE" is not a safetensors dtype' in result["msg"]
 
 
 def test_fail_on_error_false(verify, ckpt):
