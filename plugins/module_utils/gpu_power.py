@@ -7,8 +7,11 @@
 Energy comes from each GPU's total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``, mJ,
 Volta and newer) when every GPU has one, which is exact whatever the sampling. Otherwise it is
 the integral of power samples (``nvmlDeviceGetPowerUsage``, mW) taken by a thread every
-``interval`` seconds. Average watts always come from the samples. Hosts without NVML get
-``None`` and the reason, never an exception.
+``interval`` seconds. ``average_w`` is always ``energy_j / seconds``, so the two figures agree:
+NVML's power reading is itself an average over a past window (about a second on Hopper), so the
+samples lag a load that changes and disagree with the counter (559 W sampled beside 2010 J over
+3.0 s, 670 W, on an H200). The samples' mean is kept apart as ``sampled_average_w``. Hosts without
+NVML get ``None`` and the reason, never an exception.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -91,18 +94,10 @@ class PowerMeter:
         self._stop.set()
         self._thread.join()
         self._thread = None
-        elapsed = time.monotonic() - self._started
         energy_end = self._energy_mj()
-        samples = self._samples
-        average_w = sum(watts for dummy, watts in samples) / len(samples) if samples else None
-        if self._energy_start is not None and energy_end is not None:
-            joules, source = (energy_end - self._energy_start) / 1000.0, "energy counter"
-        elif average_w is not None:
-            joules, source = average_w * elapsed, "power samples"
-        else:
-            return None
-        return {"average_w": round(average_w, 1) if average_w is not None else None, "energy_j": round(joules, 3),
-                "seconds": round(elapsed, 3), "gpus": len(self.handles), "samples": len(samples), "source": source}
+        elapsed = time.monotonic() - self._started
+        return power_figures(self._energy_start, energy_end, elapsed, [watts for dummy, watts in self._samples],
+                             len(self.handles))
 
     def close(self):
         if self.available:
@@ -110,3 +105,33 @@ class PowerMeter:
                 self.nvml.nvmlShutdown()
             except Exception:
                 pass
+
+
+def power_figures(energy_mj_start, energy_mj_end, seconds, samples_w, gpus):
+    """The figures of one stretch of ``seconds``: energy counter readings (mJ, or None) and power samples (W).
+
+    With a counter that advanced, joules are its difference; else the samples' mean times the
+    seconds. ``average_w`` is joules / seconds either way; ``sampled_average_w`` the samples' mean.
+    A counter that went backwards (reset) is not trusted. None when there is neither.
+    """
+    sampled_w = sum(samples_w) / len(samples_w) if samples_w else None
+    counter = energy_mj_start is not None and energy_mj_end is not None and energy_mj_end >= energy_mj_start
+    if counter and seconds > 0:
+        joules, source = (energy_mj_end - energy_mj_start) / 1000.0, "energy counter"
+    elif sampled_w is not None:
+        joules, source = sampled_w * seconds, "power samples"
+    else:
+        return None
+    return {"average_w": round(joules / seconds if seconds > 0 else sampled_w, 1),
+            "sampled_average_w": round(sampled_w, 1) if sampled_w is not None else None,
+            "energy_j": round(joules, 3), "seconds": round(seconds, 3), "gpus": gpus, "samples": len(samples_w),
+            "source": source}
+
+
+def figures_from_recording(recording, gpus=1):
+    """``power_figures`` of a recorded stretch: {"energy_mj_start", "energy_mj_end", "seconds", "power_samples_mw": [...]}.
+
+    Each sample is the sum over the measured GPUs, in mW, as NVML gives it.
+    """
+    return power_figures(recording.get("energy_mj_start"), recording.get("energy_mj_end"), recording["seconds"],
+                         [sample / 1000.0 for sample in recording.get("power_samples_mw") or []], gpus)
