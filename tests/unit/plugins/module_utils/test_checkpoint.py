@@ -811,7 +811,9 @@ def test_rig_models_pass_with_their_manifest(tmp_path):
 
 def _foreign_files(tmp_path):
     """name -> (how to make it at a path, what the error says)."""
-    big = b"{" + b" " * (checkpoint.MAX_CACHE_BYTES) + b"}"
+    def too_large(path):
+        with open(path, "wb") as handle:
+            handle.truncate(64 * 1024 * 1024 + 1)  # sparse
     return {
         "config.json": (lambda path: write_file(path, b'{"hidden_size": 64, "num_hidden_layers": 2}\n'), "no \"gauntlet_vllm_verify_cache\" key"),
         "not-json": (lambda path: write_file(path, b"{broken"), "invalid JSON"),
@@ -820,7 +822,7 @@ def _foreign_files(tmp_path):
         "empty": (lambda path: write_file(path, b""), "invalid JSON"),
         "binary": (lambda path: write_file(path, b"\xff\xfe\x00model weights"), "not UTF-8"),
         "deeply-nested": (lambda path: write_file(path, b"[" * 100000 + b"]" * 100000), "nested too deeply"),
-        "too-large": (lambda path: write_file(path, big), "larger than 64 MiB"),
+        "too-large": (too_large, "larger than 64 MiB"),
         "directory": (lambda path: os.mkdir(path), "is not a regular file"),
         "symlink-to-a-cache": (lambda path: os.symlink(str(tmp_path / "real-cache.json"), path), "is a symlink"),
     }

@@ -802,3 +802,48 @@ def test_input_not_mutated():
     before = copy.deepcopy(config)
     normalize_model_config(config)
     assert config == before
+
+
+# --------------------------------------------------------------------------
+# Hostile files: an error naming the file (and the cap), never a traceback (issue 14)
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content,says", [
+    (b'{"a":' + b"[" * 100000 + b"]" * 100000 + b"}", "invalid JSON: nested too deeply"),
+    (b'{"hidden_size": ' + b"1" * 5000 + b"}", "invalid JSON"),
+    (b'{"model_type": "\xff"}', "not UTF-8"),
+])
+@pytest.mark.parametrize("file_name", ["config.json", "hf_quant_config.json"])
+def test_hostile_json_is_an_error_naming_the_file(tmp_path, content, says, file_name):
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError, load_model_config
+    good = b'{"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 256, "intermediate_size": 128}'
+    (tmp_path / "config.json").write_bytes(good)
+    (tmp_path / file_name).write_bytes(content)
+    with pytest.raises(ModelConfigError) as err:
+        load_model_config(str(tmp_path))
+    assert str(err.value).startswith(str(tmp_path / file_name) + ": ") and says in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("file_name,cap", [("config.json", "16 MiB"), ("hf_quant_config.json", "64 MiB")])
+def test_oversized_config_is_refused_without_reading_it_whole(tmp_path, monkeypatch, file_name, cap):
+    from ansible_collections.gauntlet.vllm.plugins.module_utils import model_config
+    good = b'{"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 256, "intermediate_size": 128}'
+    (tmp_path / "config.json").write_bytes(good)
+    limit = {"config.json": model_config.MAX_CONFIG_BYTES, "hf_quant_config.json": model_config.MAX_HF_QUANT_BYTES}[file_name]
+    with open(str(tmp_path / file_name), "r+b" if file_name == "config.json" else "wb") as handle:
+        handle.truncate(limit + 1)  # sparse: a config.json of limit + 1 bytes
+    with pytest.raises(model_config.ModelConfigError) as err:
+        model_config.load_model_config(str(tmp_path))
+    assert str(err.value) == "%s: larger than %s, the most this file may hold; refusing to read it" % (tmp_path / file_name, cap)
+
+
+def test_read_text_keeps_its_signature_and_caps_what_it_reads(tmp_path):
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import read_text
+
+    class Custom(Exception):
+        pass
+    path = tmp_path / "RECORD"
+    path.write_bytes(b"a" * 100)
+    assert read_text(str(path), Custom) == "a" * 100
+    with pytest.raises(Custom, match="RECORD: larger than 99 bytes"):
+        read_text(str(path), Custom, limit=99)

@@ -104,3 +104,10 @@ def test_fails_on_invalid_json(run_module, tmp_path):
     result, failed = run_module(model_config_info.main, {"path": str(tmp_path / "config.json")})
     assert failed
     assert result["msg"].startswith("%s: invalid JSON" % (tmp_path / "config.json"))
+
+
+def test_hostile_config_fails_naming_the_file_without_a_traceback(run_module, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_bytes(b'{"text_config":' + b"[" * 100000 + b"]" * 100000 + b"}")
+    result, failed = run_module(model_config_info.main, {"path": str(tmp_path)})
+    assert failed and result["msg"] == "%s: invalid JSON: nested too deeply" % config
