@@ -436,9 +436,14 @@ def parse_detokenized(url, text):
     return answer["prompt"]
 
 
+# Greedy sampling, sent with every request. vllm bench serve sends none unless given --temperature
+# (the server's default applies, often the model's generation_config): compare with --temperature 0.
+TEMPERATURE = 0.0
+
+
 def request_payload(api, model, prompt, max_tokens, ignore_eos):
     """A streaming request whose final chunk carries the server's token counts."""
-    payload = {"model": model, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
+    payload = {"model": model, "max_tokens": max_tokens, "temperature": TEMPERATURE, "stream": True,
                "stream_options": {"include_usage": True}, "ignore_eos": ignore_eos}
     if api == "chat":
         payload["messages"] = [{"role": "user", "content": prompt}]

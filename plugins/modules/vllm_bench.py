@@ -294,7 +294,7 @@ peak_concurrency:
   returned: always
   type: int
 workload:
-  description: What was sent (model, api, lengths, seed, vocabulary, requests per level or duration, max_failure_ratio).
+  description: What was sent (model, api, lengths, seed, vocabulary, requests per level or duration, max_failure_ratio, temperature).
   returned: always
   type: dict
 aborted:
@@ -469,7 +469,7 @@ def build_workload(module, params, entry):
                 "requests_per_level": None if params["duration"] else "4 x concurrency, at least 8"
                 if not params["requests_per_level"] else params["requests_per_level"],
                 "duration_s": params["duration"] or None, "max_model_len": entry.get("max_model_len"),
-                "max_failure_ratio": params["max_failure_ratio"]}
+                "max_failure_ratio": params["max_failure_ratio"], "temperature": bench.TEMPERATURE}
     return prompts, [len(ids) for ids in token_prompts], workload
 
 

@@ -146,7 +146,7 @@ def test_a_healthy_sweep_passes(run_module, fake_server):
     assert not failed, result.get("msg")
     assert [level["completed"] for level in result["levels"]] == [8, 8]
     assert result["failed_level"] is None and result["aborted"] is None
-    assert result["workload"]["max_failure_ratio"] == 0.05
+    assert result["workload"]["max_failure_ratio"] == 0.05 and result["workload"]["temperature"] == 0.0
 
 
 def test_every_completion_failing_fails_the_task_early(run_module, fake_server):
