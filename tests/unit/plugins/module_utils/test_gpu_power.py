@@ -156,3 +156,38 @@ def test_a_counter_that_went_backwards_is_not_trusted():
     assert figures["source"] == "power samples"
     assert figures["average_w"] == 305.0 and figures["energy_j"] == 610.0
     assert power_figures(None, None, 2.0, [], gpus=1) is None
+
+
+# Recorded on one H200 by tests/unit/fixtures/gpu/record_power.py: an idle stretch, a bf16 GEMM stretch
+# that starts with the window (so NVML's trailing power reading lags), and what the meter of the time
+# (samples' mean as average_w) reported over another GEMM stretch.
+H200_POWER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "gpu",
+                          "h200-1gpu.power.json")
+
+
+def _h200_phase(name):
+    with open(H200_POWER) as handle:
+        recording = json.load(handle)
+    phase = dict(recording["phases"][name])
+    phase["power_samples_mw"] = [milliwatts for dummy, milliwatts in phase["power_samples_mw"]]
+    return recording, phase
+
+
+@pytest.mark.parametrize("name", ["idle", "gemm"])
+def test_the_h200_recording_gives_watts_equal_to_joules_per_second(name):
+    dummy, phase = _h200_phase(name)
+    figures = figures_from_recording(phase)
+    joules = (phase["energy_mj_end"] - phase["energy_mj_start"]) / 1000.0
+    assert figures["source"] == "energy counter"
+    assert figures["average_w"] == pytest.approx(joules / phase["seconds"], abs=0.05)
+
+
+def test_on_the_h200_the_samples_lag_the_counter_and_the_counter_wins():
+    recording, phase = _h200_phase("gemm")
+    figures = figures_from_recording(phase)
+    # The GEMM stretch: 2066.7 J over 3.03 s is 682 W; the trailing samples average 578 W.
+    assert figures["average_w"] == pytest.approx(682.0, abs=1.0)
+    assert figures["sampled_average_w"] == pytest.approx(578.4, abs=1.0)
+    # The meter as it was: 588.5 W beside 2049 J over 3.0 s; watts and joules disagreed by 14%.
+    old = recording["meter_on_gemm"]
+    assert old["energy_j"] / old["seconds"] > old["average_w"] * 1.1
