@@ -38,7 +38,8 @@ vLLM 0.32's ``async_request_openai_completions`` / ``..._chat_completions`` and 
   - when every request fails it warns ("All requests failed") and still exits 0 with
     ``completed: 0``. Here a level whose failures exceed ``max_failure_ratio`` of its requests
     (or that completes nothing) fails the sweep, and ``run_level`` stops sending once the failures
-    exceed that allowance (``failure_allowance``), so a dead server costs at most one request timeout.
+    exceed that allowance (``failure_allowance``): a server whose requests all hang costs
+    ceil((allowance + 1) / concurrency) request timeouts, one for most levels, not the level's count.
 - Both time E2E to the last chunk that carries a choice: the usage chunk and ``[DONE]`` do not
   move it. vLLM stamps each SSE message as it parses it; this module stamps each network read, so
   events that arrive in one read share a time.

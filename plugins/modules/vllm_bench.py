@@ -28,10 +28,10 @@ description:
     something else than vLLM's JSON fails the task before the sweep, saying which endpoint and what was wrong.
   - A level whose failed requests exceed O(max_failure_ratio) of its requests, or that completes none, fails the
     task. The level stops sending as soon as its failures exceed that allowance and cancels the requests in flight
-    (C(abandoned) in RV(levels)), so a server whose completions all fail or hang costs about one O(request_timeout),
-    not the whole sweep. A failed warm-up request fails the task before the sweep. A server that dies mid-sweep
-    ends the sweep the same way. The levels measured, the failed one included, stay in the result with
-    RV(failed_level) and the reason in RV(aborted).
+    (C(abandoned) in RV(levels)). A server whose completions all hang thus costs (allowed failures + 1) /
+    concurrency O(request_timeout)s, rounded up (one for most levels), not the whole sweep. A failed warm-up
+    request fails the task before the sweep. A server that dies mid-sweep ends the sweep the same way. The levels
+    measured, the failed one included, stay in the result with RV(failed_level) and the reason in RV(aborted).
   - Must run with a Python that has C(aiohttp), for example the vLLM venv's (C(ansible_python_interpreter)).
 author:
   - gauntlet.vllm contributors (@gauntlet)
@@ -378,6 +378,7 @@ def _http_problem(url, exc):
 def served_model(module, params):
     """The /v1/models entry of ``model``, or a failure that says why the server cannot be used."""
     url = params["base_url"].rstrip("/") + "/v1/models"
+    models = []
     try:
         models = bench.parse_models(url, _get(params, url))
     except HTTPError as exc:
@@ -403,6 +404,7 @@ def vocabulary(module, params, model_entry):
     config = os.path.join(model_entry.get("root") or "", "config.json")
     if not model_entry.get("root") or not os.path.isfile(config):
         return DEFAULT_VOCAB, "default"
+    size = None
     try:
         with open(config) as handle:
             data = json.load(handle)
