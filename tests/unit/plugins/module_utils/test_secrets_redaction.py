@@ -70,6 +70,12 @@ def test_redact_text_hides_secrets_in_journal_lines(line):
     assert REDACTED in redacted
 
 
+def test_redact_text_hides_a_quoted_value_with_spaces_whole():
+    redacted = redact_text('Environment="VLLM_API_KEY=part-one part-two" "OMP_NUM_THREADS=4"')
+    assert "part-one" not in redacted and "part-two" not in redacted
+    assert redacted.endswith('"OMP_NUM_THREADS=4"')
+
+
 def test_redact_text_keeps_ordinary_lines_and_takes_literal_secrets():
     line = "INFO Loading weights took 1.2 s; MAX_TOKENS=5 VLLM_MULTI_STREAM_GEMM_TOKEN_THRESHOLD=64 --port 8000"
     assert redact_text(line) == line
