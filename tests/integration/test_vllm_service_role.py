@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TEMPLATES = os.path.join(ROOT, "roles", "vllm_service", "templates")
 
 API_KEY = "gauntlet-role-api-key-5e2b7c90"
