@@ -22,7 +22,7 @@ description:
   - Existing files of an earlier run of the same O(name) are replaced, never the history.
   - The files are written mode 0640 and carry the marker C(gauntlet.vllm.vllm_bench_report) (a C(generator) key in
     the JSON and on each history line, a first-line comment in the Markdown, the PNG's C(Software) text). A file
-    already at one of the paths without that marker was written by something else: the module fails naming it
+    already at one of the paths without that marker was written by something else; the module fails naming it
     and leaves it alone.
   - O(baseline) is read only up to 64 MiB and must be a JSON report of this module (with a C(levels) list).
 author:

@@ -22,7 +22,7 @@ description:
   - Meant to run on the controller (delegated to C(localhost)); the PNG needs matplotlib there.
   - The files are written mode 0640 and carry the marker C(gauntlet.vllm.vllm_gauntlet_report) (a C(generator) key,
     a first-line comment, the PNG's C(Software) text). A file already at one of the paths without that marker was
-    written by something else: the module fails naming it and leaves it alone.
+    written by something else; the module fails naming it and leaves it alone.
 author:
   - gauntlet.vllm contributors (@gauntlet)
 requirements:
