@@ -415,8 +415,8 @@ def parse_models(url, text):
         raise AnswerError("%s answered %s, not an object with 'data'" % (url, _json_kind(answer)))
     data = answer.get("data")
     if not isinstance(data, list):
-        raise AnswerError("%s: 'data' is %s, not a list of models" % (url, "missing" if "data" not in answer
-                                                                       else _json_kind(data)))
+        kind = "missing" if "data" not in answer else _json_kind(data)
+        raise AnswerError("%s: 'data' is %s, not a list of models" % (url, kind))
     for index, entry in enumerate(data):
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
             raise AnswerError("%s: data[%d] has no 'id' string: %s" % (url, index, _short(json.dumps(entry), 120)))

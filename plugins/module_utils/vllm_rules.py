@@ -56,8 +56,8 @@ def version_warning(vllm_version):
     if read[0] < version < read[-1]:
         nearest = [v for v, t in zip(SUPPORTED_VERSIONS, read) if t < version][-1]
     return ("vllm_version %s is not one of the releases the planner's rules were read from (%s to %s): its verdicts "
-            "restate %s's rules and may not match what %s raises." % (vllm_version, SUPPORTED_VERSIONS[0],
-                                                                       SUPPORTED_VERSIONS[-1], nearest, vllm_version))
+            "restate %s's rules and may not match what %s raises."
+            % (vllm_version, SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1], nearest, vllm_version))
 
 
 def moe_parallel(plan):

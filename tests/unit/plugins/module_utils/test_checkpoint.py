@@ -823,7 +823,7 @@ def _foreign_files(tmp_path):
         "binary": (lambda path: write_file(path, b"\xff\xfe\x00model weights"), "not UTF-8"),
         "deeply-nested": (lambda path: write_file(path, b"[" * 100000 + b"]" * 100000), "nested too deeply"),
         "too-large": (too_large, "larger than 64 MiB"),
-        "directory": (lambda path: os.mkdir(path), "is not a regular file"),
+        "directory": (os.mkdir, "is not a regular file"),
         "symlink-to-a-cache": (lambda path: os.symlink(str(tmp_path / "real-cache.json"), path), "is a symlink"),
     }
 

@@ -70,6 +70,10 @@ def _relative(venv, site, path):
 # Moved, never deleted
 # --------------------------------------------------------------------------
 
+
+def _cross_device_rename(source, destination):
+    raise OSError(errno.EXDEV, "cross-device: %s -> %s" % (source, destination))
+
 def test_unrecorded_file_is_moved_into_the_quarantine_with_a_manifest(venv):
     site, stray = _drift(venv)
     digest = _sha256(stray)
@@ -172,8 +176,7 @@ def test_move_across_filesystems_copies_verifies_then_removes(venv, monkeypatch)
 
 def test_a_bad_copy_keeps_the_original(venv, monkeypatch):
     _site, stray = _drift(venv)
-    monkeypatch.setattr(venv_quarantine.os, "rename",
-                        lambda source, destination: (_ for _ in ()).throw(OSError(errno.EXDEV, "cross-device")))
+    monkeypatch.setattr(venv_quarantine.os, "rename", _cross_device_rename)
     monkeypatch.setattr(venv_quarantine.shutil, "copy2",
                         lambda source, destination, follow_symlinks=True: open(destination, "wb").close())
     with pytest.raises(VenvQuarantineError, match=r"does not match the original \(sha256\); original left in place"):

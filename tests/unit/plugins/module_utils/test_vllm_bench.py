@@ -169,8 +169,8 @@ def test_abandoned_requests_are_neither_requests_nor_failures():
     level = vllm_bench.level_metrics(2, records, 1.0)
     assert (level["requests"], level["failed"], level["abandoned"]) == (1, 1, 1)
     assert level["failed_by_class"] == {"http_5xx": 1}
-    assert vllm_bench.level_failure(level, 0.0).endswith("the level was stopped early and 1 request(s) in flight "
-                                                        "abandoned; first error: HTTP 500")
+    expected = "the level was stopped early and 1 request(s) in flight abandoned; first error: HTTP 500"
+    assert vllm_bench.level_failure(level, 0.0).endswith(expected)
 
 
 @pytest.mark.parametrize("status, error_class", [(400, "http_4xx"), (499, "http_4xx"), (500, "http_5xx"),

@@ -126,8 +126,8 @@ def test_ttft_waits_for_a_chunk_with_a_choice(scripted):
     ("chunks, then a chunked body cut off", [(0, data(CHOICE)), (0.05, None)], "chunked", False, "stream", "the stream broke off: "),
     # vLLM's server sends an error event then [DONE] when generation fails mid-answer; vLLM's benchmark
     # ignores the event and counts a success.
-    ("chunks, an error event, [DONE]", [(0, data(CHOICE)), (0, data({"error": {"message": "EngineDeadError", "code": 500}})),
-                                       (0, DONE)],
+    ("chunks, an error event, [DONE]",
+     [(0, data(CHOICE)), (0, data({"error": {"message": "EngineDeadError", "code": 500}})), (0, DONE)],
      "close", False, "stream", "the server reported an error in the stream after 1 chunk(s) with a choice: EngineDeadError"),
     ("only an error event and [DONE]", [(0, data({"error": {"message": "prompt too long", "code": 400}})), (0, DONE)],
      "close", False, "stream", "after 0 chunk(s) with a choice: prompt too long"),

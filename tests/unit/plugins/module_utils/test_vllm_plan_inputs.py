@@ -33,7 +33,9 @@ GOOD = {"gpus": 8, "gpu_memory_gib": 80.0, "vllm_version": "0.32.0", "gpu_memory
 
 def plan_with(**changes):
     args = dict(GOOD, **changes)
-    return plan_model(LLAMA, args.pop("gpus"), args.pop("gpu_memory_gib"), args.pop("vllm_version"), **args)
+    options = {key: value for key, value in args.items() if key not in ("gpus", "gpu_memory_gib", "vllm_version")}
+    return plan_model(LLAMA, gpus=args["gpus"], gpu_memory_gib=args["gpu_memory_gib"], vllm_version=args["vllm_version"],
+                      **options)
 
 
 @pytest.mark.parametrize("name, value", [
