@@ -74,6 +74,7 @@ def _relative(venv, site, path):
 def _cross_device_rename(source, destination):
     raise OSError(errno.EXDEV, "cross-device: %s -> %s" % (source, destination))
 
+
 def test_unrecorded_file_is_moved_into_the_quarantine_with_a_manifest(venv):
     site, stray = _drift(venv)
     digest = _sha256(stray)
