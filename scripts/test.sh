@@ -62,7 +62,10 @@ stage_molecule() {
   for scenario in extensions/molecule/*/molecule.yml; do
     scenario=$(basename "$(dirname "$scenario")")
     echo "--- molecule scenario $scenario"
-    molecule test -s "$scenario" || rc=1
+    local started result=PASS
+    started=$(date +%s)
+    molecule test -s "$scenario" || { rc=1; result=FAIL; }
+    scenario_times+=("$(printf '%-16s %-4s %5d s' "$scenario" "$result" $(($(date +%s) - started)))")
   done
   return $rc
 }
@@ -70,6 +73,7 @@ stage_molecule() {
 passed=0
 failed=0
 summary=()
+scenario_times=()
 for stage in "${stages[@]}"; do
   declare -F "stage_$stage" >/dev/null || die "unknown stage '$stage' (known: lint sanity unit bench molecule)"
   step "stage $stage"
@@ -84,5 +88,9 @@ done
 
 printf '\n==== test stages ====\n'
 printf '%s\n' "${summary[@]}"
+if ((${#scenario_times[@]})); then
+  printf -- '--- molecule scenarios\n'
+  printf '%s\n' "${scenario_times[@]}"
+fi
 echo "stages: $passed passed, $failed failed"
 ((failed == 0))
