@@ -42,6 +42,7 @@ import os
 import shutil
 import stat
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import parse_json, read_text
 from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_integrity import (
     VenvIntegrityError,
     check_venv,
@@ -321,13 +322,7 @@ def quarantine_venv(venv, distributions=None, ignore=None, workers=None, quarant
 def read_manifest(folder):
     """Load and validate ``folder/manifest.json``; errors name the file and the field."""
     path = os.path.join(folder, MANIFEST)
-    try:
-        with open(path) as handle:
-            manifest = json.load(handle)
-    except (IOError, OSError) as exc:
-        raise VenvQuarantineError("%s: cannot read file: %s" % (path, exc))
-    except ValueError as exc:
-        raise VenvQuarantineError("%s: invalid JSON: %s" % (path, exc))
+    manifest = parse_json(read_text(path, VenvQuarantineError), path, VenvQuarantineError)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("entries"), list):
         raise VenvQuarantineError("%s: field 'entries' must be a list" % path)
     for index, entry in enumerate(manifest["entries"]):

@@ -319,6 +319,7 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
 from ansible_collections.gauntlet.vllm.plugins.module_utils.gpu_power import PowerMeter
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import MAX_CONFIG_BYTES, read_json_object
 
 # Counters of vLLM's /metrics whose change over a level is reported.
 SERVER_COUNTERS = (
@@ -406,10 +407,9 @@ def vocabulary(module, params, model_entry):
         return DEFAULT_VOCAB, "default"
     size = None
     try:
-        with open(config) as handle:
-            data = json.load(handle)
+        data = read_json_object(config, ValueError, MAX_CONFIG_BYTES)
         size = data.get("vocab_size") or (data.get("text_config") or {}).get("vocab_size")
-    except (OSError, ValueError, AttributeError) as exc:
+    except (ValueError, AttributeError) as exc:
         module.fail_json(msg="cannot read vocab_size from %s: %s; set vocab_size" % (config, exc))
     if size is None:
         return DEFAULT_VOCAB, "default"

@@ -98,6 +98,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
 from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import parse_json, read_text
 
 MARKER = report_files.marker_of("vllm_bench_report")
 BASELINE_MAX_BYTES = 64 * 1024 * 1024
@@ -164,16 +165,10 @@ def render_png(path, name, levels, baseline_levels):
 
 def read_baseline(path):
     """The levels of a baseline report, or raise ValueError naming the file and what is wrong."""
-    try:
-        if os.path.getsize(path) > BASELINE_MAX_BYTES:
-            raise ValueError("it is larger than %d MiB, which no report of this module is" % (BASELINE_MAX_BYTES >> 20))
-        with open(path, "rb") as handle:
-            baseline = json.loads(handle.read().decode("utf-8"))
-    except (IOError, OSError, UnicodeDecodeError, RecursionError) as exc:
-        raise ValueError("cannot read it: %s" % exc)
+    baseline = parse_json(read_text(path, ValueError, BASELINE_MAX_BYTES), path, ValueError)
     levels = baseline.get("levels") if isinstance(baseline, dict) else None
     if not isinstance(levels, list) or not all(isinstance(level, dict) for level in levels):
-        raise ValueError("it is not a vllm_bench JSON report (no 'levels' list of objects)")
+        raise ValueError("%s: it is not a vllm_bench JSON report (no 'levels' list of objects)" % path)
     return levels
 
 
@@ -238,7 +233,7 @@ def main():
         try:
             baseline_levels = read_baseline(params["baseline"])
         except ValueError as exc:
-            module.fail_json(msg="baseline: %s: %s" % (params["baseline"], exc))
+            module.fail_json(msg="baseline: %s" % exc)
         rows = bench.compare_with_baseline(result["levels"], baseline_levels)
 
     base = os.path.join(params["output_dir"], params["name"])

@@ -295,3 +295,7 @@ def test_restore_refuses_a_manifest_pointing_outside_the_venv(venv, tmp_path):
         handle.write("{not json")
     with pytest.raises(VenvQuarantineError, match=r"manifest.json: invalid JSON"):
         restore_quarantine(venv, result["quarantine"])
+    with open(result["manifest"], "w") as handle:
+        handle.write("[" * 100000 + "]" * 100000)
+    with pytest.raises(VenvQuarantineError, match=r"manifest.json: invalid JSON: nested too deeply"):
+        restore_quarantine(venv, result["quarantine"])

@@ -291,6 +291,15 @@ def test_a_model_config_with_a_bad_vocab_size_names_the_file(run_module, fake_se
         tmp_path / "config.json")
 
 
+def test_a_hostile_model_config_names_the_file_without_a_traceback(run_module, fake_server, tmp_path):
+    (tmp_path / "config.json").write_text("[" * 100000 + "]" * 100000)
+    state, url = fake_server(models={"data": [{"id": "tiny-llama", "root": str(tmp_path)}]})
+    result, failed = run_module(vllm_bench.main, bench_args(url))
+    assert failed
+    assert result["msg"].startswith("cannot read vocab_size from %s: %s: invalid JSON: nested too deeply" % (
+        tmp_path / "config.json", tmp_path / "config.json"))
+
+
 # ---- the API key stays with base_url; certificates are checked ------------------------------
 
 def test_a_redirected_model_list_is_not_followed_with_the_key(run_module, fake_server):
