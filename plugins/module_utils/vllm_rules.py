@@ -195,6 +195,21 @@ def rule_dense_intermediate(model, plan, gpus):
     return None
 
 
+def rule_moe_intermediate(model, plan, gpus):
+    # vllm/model_executor/layers/fused_moe/config.py FusedMoEConfig.__post_init__
+    # (built by fused_moe/layer.py FusedMoEFactory before any expert weight
+    # is created, whatever the quantization): a bare
+    # `assert self.intermediate_size % tp_size == 0` on the MoE TP size,
+    # which FusedMoEParallelConfig.make flattens over TP x DP without expert
+    # parallel (1 with it). gpt-oss asserts a stricter width first (gpt_oss).
+    experts_width = model.get("moe_intermediate_size")
+    moe_tp = moe_parallel(plan)["tp_size"]
+    if model.get("num_experts") and experts_width and experts_width % moe_tp:
+        return ("AssertionError", "assert self.intermediate_size % tp_size == 0",
+                "vllm/model_executor/layers/fused_moe/config.py FusedMoEConfig.__post_init__")
+    return None
+
+
 def _fp8_block(model):
     quant = model.get("quantization") or {}
     block = quant.get("block_size")
@@ -411,11 +426,14 @@ RULES = (
     ("moe_tp_exceeds_experts", rule_moe_tp_exceeds_experts, "model construction", None, None),
     ("gpt_oss", rule_gpt_oss, "model construction", None, None),
     ("dense_intermediate", rule_dense_intermediate, "model construction", None, None),
+    # Linear-layer weights of layer 0 (attention, dense MLP, shared experts)
+    # are created before the first MoE block's FusedMoEConfig and experts.
     ("fp8_block_linear", rule_fp8_block_linear, "weight creation", None, None),
-    ("fp8_block_moe", rule_fp8_block_moe, "weight creation", None, None),
-    ("int4_group_moe", rule_int4_group_moe, "weight creation", None, None),
     ("int4_group_linear", rule_int4_group_linear, "weight creation", None, None),
     ("nvfp4_linear", rule_nvfp4_linear, "weight creation", None, None),
+    ("moe_intermediate", rule_moe_intermediate, "model construction", None, None),
+    ("fp8_block_moe", rule_fp8_block_moe, "weight creation", None, None),
+    ("int4_group_moe", rule_int4_group_moe, "weight creation", None, None),
 )
 
 

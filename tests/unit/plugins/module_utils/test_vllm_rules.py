@@ -37,6 +37,9 @@ def plan(tp=1, pp=1, dp=1, ep=False):
 
 
 LLAMA = "meta-llama--Meta-Llama-3.1-70B"
+MIXTRAL = "mistralai--Mixtral-8x7B-v0.1"
+# vllm/model_executor/layers/fused_moe/config.py FusedMoEConfig.__post_init__: a bare assert.
+MOE_WIDTH_ASSERT = "assert self.intermediate_size % tp_size == 0"
 INT4_GROUP_128 = {"method": "compressed-tensors", "scheme": "int4 pack-quantized", "bits": 4, "group_size": 128,
                   "block_size": None, "kv_cache_dtype": None, "ignored_modules": ["lm_head"], "origin": "test"}
 FP8_BLOCK_128 = {"method": "fp8", "bits": 8, "block_size": [128, 128], "group_size": None, "kv_cache_dtype": None,
@@ -79,6 +82,29 @@ CASES = [
      "ZeroDivisionError", "integer division or modulo by zero"),
     ("dense-intermediate", "dense_intermediate", lambda: load(LLAMA, intermediate_size=8004), plan(tp=8), 8, "0.32.0",
      "AssertionError", "8004 is not divisible by 8"),
+    # The MoE width over the MoE TP size, which is TP x DP without expert
+    # parallel: one case per MoE family of the fixtures (gpt-oss asserts a
+    # stricter width first, see test_gpt_oss_asserts_its_width_before_fused_moe).
+    ("moe-intermediate-mixtral-tp1-dp6", "moe_intermediate", lambda: load(MIXTRAL), plan(tp=1, dp=6), 6, "0.32.0",
+     "AssertionError", MOE_WIDTH_ASSERT),
+    ("moe-intermediate-mixtral-tp2-dp3", "moe_intermediate", lambda: load(MIXTRAL), plan(tp=2, dp=3), 6, "0.28.0",
+     "AssertionError", MOE_WIDTH_ASSERT),
+    ("moe-intermediate-qwen3-moe", "moe_intermediate", lambda: load("Qwen--Qwen3-30B-A3B"), plan(tp=1, dp=5), 5,
+     "0.30.0", "AssertionError", MOE_WIDTH_ASSERT),
+    # FP8 [128, 128]: before the fix the planner reported the fp8 block error of a floor-divided 307.
+    ("moe-intermediate-minimax-fp8", "moe_intermediate", lambda: load("MiniMaxAI--MiniMax-M2.5"), plan(tp=1, dp=5), 5,
+     "0.32.0", "AssertionError", MOE_WIDTH_ASSERT),
+    ("moe-intermediate-minimax-nvfp4", "moe_intermediate", lambda: load("nvidia--MiniMax-M2.5-NVFP4"),
+     plan(tp=1, dp=5), 5, "0.31.0", "AssertionError", MOE_WIDTH_ASSERT),
+    ("moe-intermediate-deepseek-v3", "moe_intermediate", lambda: load("deepseek-ai--DeepSeek-V3"), plan(tp=2, dp=3), 6,
+     "0.29.0", "AssertionError", MOE_WIDTH_ASSERT),
+    # INT4 group 32: before the fix the planner reported the WNA16 group error of a floor-divided 341.
+    ("moe-intermediate-kimi-int4", "moe_intermediate", lambda: load("moonshotai--Kimi-K2.5"), plan(tp=2, dp=3), 6,
+     "0.32.0", "AssertionError", MOE_WIDTH_ASSERT),
+    ("moe-intermediate-glm4-moe", "moe_intermediate", lambda: load("zai-org--GLM-4.7-FP8.ABRIDGED"), plan(tp=1, dp=5),
+     5, "0.32.0", "AssertionError", MOE_WIDTH_ASSERT),
+    ("moe-intermediate-glm5-nvfp4", "moe_intermediate", lambda: load("nvidia--GLM-5-NVFP4"), plan(tp=2, dp=3), 6,
+     "0.32.0", "AssertionError", MOE_WIDTH_ASSERT),
     ("fp8-block-linear", "fp8_block_linear",
      lambda: load(LLAMA, quantization=FP8_BLOCK_128, intermediate_size=8 * 200), plan(tp=8), 8, "0.28.0",
      "ValueError", "Weight input_size_per_partition = 200 is not divisible by weight quantization block_k = 128."),
@@ -141,3 +167,55 @@ def test_the_fixed_plans_pass_every_rule():
     assert vllm_rules.check_plan(load(LLAMA, quantization=INT4_GROUP_128, intermediate_size=8 * 256), plan(tp=8), 8,
                                  "0.32.0") == []
     assert vllm_rules.check_plan(_kimi_int4_40_columns(), plan(tp=8, ep=True), 8, "0.32.0") == []
+
+
+# Plans vLLM accepts: the MoE width divides TP x DP, or expert parallel keeps
+# whole experts per rank (MoE TP size 1; experts need not divide the EP size,
+# fused_moe/expert_map_manager.py determine_expert_map gives the remainder to
+# the first ranks).
+MOE_WIDTH_ACCEPTED = [
+    ("mixtral-tp2-dp4", MIXTRAL, plan(tp=2, dp=4), 8),
+    ("mixtral-tp1-dp6-ep", MIXTRAL, plan(tp=1, dp=6, ep=True), 6),
+    ("mixtral-tp2-dp3-ep", MIXTRAL, plan(tp=2, dp=3, ep=True), 6),
+    ("qwen3-moe-tp2-dp3", "Qwen--Qwen3-30B-A3B", plan(tp=2, dp=3), 6),
+    ("qwen3-moe-tp1-dp5-ep", "Qwen--Qwen3-30B-A3B", plan(tp=1, dp=5, ep=True), 5),
+    ("minimax-tp2-dp3", "MiniMaxAI--MiniMax-M2.5", plan(tp=2, dp=3), 6),
+    ("minimax-tp1-dp5-ep", "MiniMaxAI--MiniMax-M2.5", plan(tp=1, dp=5, ep=True), 5),
+    ("deepseek-v3-tp2-dp4", "deepseek-ai--DeepSeek-V3", plan(tp=2, dp=4), 8),
+    ("deepseek-v3-tp2-dp3-ep", "deepseek-ai--DeepSeek-V3", plan(tp=2, dp=3, ep=True), 6),
+    ("kimi-int4-tp2-dp4", "moonshotai--Kimi-K2.5", plan(tp=2, dp=4), 8),
+    ("kimi-int4-tp2-dp3-ep", "moonshotai--Kimi-K2.5", plan(tp=2, dp=3, ep=True), 6),
+    ("glm4-moe-tp2-dp3", "zai-org--GLM-4.7-FP8.ABRIDGED", plan(tp=2, dp=3), 6),
+    ("glm5-tp2-dp4", "zai-org--GLM-5", plan(tp=2, dp=4), 8),
+    ("gpt-oss-tp1-dp6", "openai--gpt-oss-120b", plan(tp=1, dp=6), 6),
+]
+
+
+@pytest.mark.parametrize("version", vllm_rules.SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("case", MOE_WIDTH_ACCEPTED, ids=[case[0] for case in MOE_WIDTH_ACCEPTED])
+def test_moe_width_plans_vllm_accepts(case, version):
+    _id, name, wanted, gpus = case
+    assert vllm_rules.check_plan(load(name), wanted, gpus, version) == []
+
+
+@pytest.mark.parametrize("version", vllm_rules.SUPPORTED_VERSIONS)
+def test_moe_width_is_checked_in_every_supported_release(version):
+    errors = vllm_rules.check_plan(load(MIXTRAL), plan(tp=2, dp=3), 6, version)
+    assert [(e["check"], e["exception"], e["message"]) for e in errors] == [
+        ("moe_intermediate", "AssertionError", MOE_WIDTH_ASSERT)]
+
+
+def test_gpt_oss_asserts_its_width_before_fused_moe():
+    # gpt_oss.py MLPBlock asserts over the whole world before it builds FusedMoE.
+    errors = vllm_rules.check_plan(load("openai--gpt-oss-120b"), plan(tp=1, dp=7), 7, "0.32.0")
+    assert [e["check"] for e in errors] == ["gpt_oss", "moe_intermediate"]
+
+
+def test_linear_weights_fail_before_the_moe_width():
+    # Layer 0's dense MLP (GLM-5: first_k_dense 3) is created before the first
+    # MoE block's FusedMoEConfig. Its NVFP4 down_proj takes 12 304 / 2 = 6152
+    # inputs at TP2, not a multiple of 16; the MoE width 2048 over TP2 x DP3
+    # is not whole either: vLLM stops at the linear layer.
+    model = load("nvidia--GLM-5-NVFP4", intermediate_size=2 * 6152)
+    errors = vllm_rules.check_plan(model, plan(tp=2, dp=3), 6, "0.32.0")
+    assert [e["check"] for e in errors] == ["nvfp4_linear", "moe_intermediate"]
