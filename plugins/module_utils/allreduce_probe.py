@@ -23,7 +23,7 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import gpu_spec, table_allreduce_us
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import gpu_spec, table_allreduce_us
 
 BF16_BYTES = 2
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024

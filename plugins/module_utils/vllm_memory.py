@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Memory and single-stream decode cost model for a vLLM parallelism plan.
+"""Memory model of a vLLM parallelism plan: weights and KV cache per GPU
+(the time model is vllm_perf.py).
 
 Input is the normalised ``model`` dict of ``model_config.py`` and a plan
 ``{"tp": .., "pp": .., "dp": .., "ep": bool}``. Everything here is an
@@ -39,8 +40,6 @@ VOCAB_PADDING = 64
 # Memory kept back from the KV cache for activations, CUDA graphs, NCCL
 # buffers and the CUDA context: a planning constant, not a measurement.
 RUNTIME_RESERVE_GIB = 3.0
-# Share of the peak memory bandwidth that decode kernels reach in practice.
-BANDWIDTH_EFFICIENCY = 0.7
 
 # Bytes per weight element, scales included, by quantization scheme.
 #   fp8 block [128,128]: one fp32 scale per 16384 weights
@@ -48,21 +47,6 @@ BANDWIDTH_EFFICIENCY = 0.7
 #   nvfp4 group 16: one fp8 scale per 16 weights (+ a per-tensor fp32 scale)
 #   mxfp4 group 32: one e8m0 scale per 32 weights
 UNQUANTIZED_BYTES = 2.0
-
-# Public GPU specifications (../shared/hardware.md): memory bandwidth and
-# the GPU-to-GPU link. Keys are matched as substrings of the NVML name.
-GPU_SPECS = {
-    "RTX PRO 6000": {"memory_gb": 96.0, "memory_bandwidth_gbs": 1792.0, "link": "pcie", "link_gbs": 64.0},
-    "H200": {"memory_gb": 141.0, "memory_bandwidth_gbs": 4800.0, "link": "nvlink", "link_gbs": 900.0},
-    "H100": {"memory_gb": 80.0, "memory_bandwidth_gbs": 3350.0, "link": "nvlink", "link_gbs": 900.0},
-    "B200": {"memory_gb": 180.0, "memory_bandwidth_gbs": 8000.0, "link": "nvlink", "link_gbs": 1800.0},
-}
-DEFAULT_GPU = "RTX PRO 6000"
-# One all-reduce of a decode step's activations (a few KB) is latency-bound:
-# over PCIe it costs tens of microseconds (on the reference 8-GPU PCIe host,
-# NCCL all-reduce took 65-70 % of an MLA model's TP=8 decode time).
-ALLREDUCE_LATENCY_US = {"pcie": 25.0, "nvlink": 6.0}
-
 
 def weight_bytes_per_element(quantization):
     """Bytes per quantized weight element, scales included (None: bf16)."""
@@ -141,7 +125,7 @@ def padded_vocab(vocab_size, tp):
     return padded
 
 
-def _attention_parts(model, tp):
+def attention_parts(model, tp):
     """(name, elements on one GPU, representative module) of one attention block."""
     hidden = model["hidden_size"]
     heads = model["num_attention_heads"]
@@ -179,7 +163,7 @@ def _layer_bytes(model, plan, layer):
     def nbytes(elements, module):
         return elements * (q_bytes if is_quantized(quant, prefix + module) else UNQUANTIZED_BYTES)
 
-    held = sum(nbytes(e, m) for _n, e, m in _attention_parts(model, tp))
+    held = sum(nbytes(e, m) for _n, e, m in attention_parts(model, tp))
     hidden = model["hidden_size"]
     is_moe = bool(model.get("num_experts")) and layer >= (model.get("first_k_dense") or 0)
     if not is_moe:
@@ -202,7 +186,7 @@ def _layer_bytes(model, plan, layer):
     shared = nbytes(3 * hidden * shared_inter / tp, "mlp.shared_experts.gate_up_proj")
     router = hidden * experts * UNQUANTIZED_BYTES
     held += routed_held + shared + router
-    read = sum(nbytes(e, m) for _n, e, m in _attention_parts(model, tp)) + routed_read + shared + router
+    read = sum(nbytes(e, m) for _n, e, m in attention_parts(model, tp)) + routed_read + shared + router
     return held, read
 
 
@@ -315,69 +299,3 @@ def kv_bytes_per_token(model, plan, kv_cache_dtype=None):
         kv_heads = max(1.0, model["num_key_value_heads"] / float(plan["tp"]))
         per_layer = 2 * kv_heads * model["head_dim"] * element
     return per_layer * layers
-
-
-def gpu_spec(gpu_name):
-    for key, spec in GPU_SPECS.items():
-        if gpu_name and key.lower() in gpu_name.lower():
-            return key, spec
-    return DEFAULT_GPU, GPU_SPECS[DEFAULT_GPU]
-
-
-def table_allreduce_us(world_size, size_bytes, spec, link):
-    """The table's cost of one ring all-reduce: a latency by link type plus
-    the bytes each GPU sends, 2 (n - 1) / n of the message, over the link."""
-    return ALLREDUCE_LATENCY_US[link] + 2.0 * (world_size - 1) / world_size * size_bytes / (spec["link_gbs"] * 1e3)
-
-
-def decode_estimate(model, plan, stages, gpu_name=None, link=None, measured_allreduce_us=None):
-    """Single-stream decode tokens/s: each pipeline stage in turn reads its
-    weights' active bytes from HBM, and each TP layer does two all-reduces
-    (after attention and after the MLP) of ``hidden_size`` bf16 values;
-    expert parallel adds a dispatch and a combine per MoE layer.
-
-    ``measured_allreduce_us(gpus, bytes)`` gives a measured all-reduce time
-    (``allreduce_probe``) or None; where it has one for the TP size, it
-    replaces the table's latency-plus-link figure."""
-    spec_name, spec = gpu_spec(gpu_name)
-    link = link or spec["link"]
-    bandwidth = spec["memory_bandwidth_gbs"] * 1e9 * BANDWIDTH_EFFICIENCY
-    memory_s = sum(s["read_bytes"] for s in stages) / bandwidth
-    layers = model["num_hidden_layers"]
-    message = model["hidden_size"] * 2
-    comm_s = 0.0
-    tp = plan["tp"]
-    allreduce_source = "table"
-    per_call = 0.0
-    if tp > 1:
-        measured = measured_allreduce_us(tp, message) if measured_allreduce_us else None
-        if measured is not None:
-            per_call = measured * 1e-6
-            allreduce_source = "measured on %d GPUs" % tp
-        else:
-            per_call = table_allreduce_us(tp, message, spec, link) * 1e-6
-        comm_s += 2 * layers * per_call
-    moe_layers = layers - (model.get("first_k_dense") or 0) if model.get("num_experts") else 0
-    if moe_layers and (plan["ep"] or plan["dp"] > 1) and plan["tp"] * plan["dp"] > 1:
-        # Experts spread beyond the TP group: a dispatch and a combine (EP) or
-        # an all-reduce across TP x DP ranks per MoE layer.
-        comm_s += 2 * moe_layers * ALLREDUCE_LATENCY_US[link] * 1e-6
-    if plan["pp"] > 1:
-        comm_s += (plan["pp"] - 1) * ALLREDUCE_LATENCY_US[link] * 1e-6
-    total = memory_s + comm_s
-    return {
-        "decode_tokens_per_s": round(1.0 / total, 1) if total > 0 else None,
-        "ms_per_token": round(total * 1000, 3),
-        "basis": {
-            "gpu": spec_name,
-            "memory_bandwidth_gbs": spec["memory_bandwidth_gbs"],
-            "bandwidth_efficiency": BANDWIDTH_EFFICIENCY,
-            "link": link,
-            "allreduce_latency_us": ALLREDUCE_LATENCY_US[link],
-            "allreduce_source": allreduce_source,
-            "tp_allreduce_us": round(per_call * 1e6, 3),
-            "weights_read_per_token_gib": round(sum(s["read_bytes"] for s in stages) / GIB, 3),
-            "memory_ms": round(memory_s * 1000, 3),
-            "communication_ms": round(comm_s * 1000, 3),
-        },
-    }

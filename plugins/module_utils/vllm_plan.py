@@ -12,16 +12,24 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
+    DeviceSpecError,
+    check_device_spec,
+    gpu_spec,
+)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
     GIB,
     KV_CACHE_DTYPES,
     RUNTIME_RESERVE_GIB,
-    decode_estimate,
-    gpu_spec,
     kv_bytes_per_token,
     kv_dtype_is_sized,
     layer_signatures,
     weights_per_gpu,
+)
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import (
+    DEFAULT_WORKLOAD,
+    check_calibration,
+    estimate_plan,
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_rules import (
     check_plan,
@@ -53,6 +61,13 @@ MAX_PLANS = 2048
 # No GPU has a TiB of memory: a larger figure is a byte count or a typo.
 MAX_GPU_MEMORY_GIB = 1024
 PLAN_KEYS = ("tp", "pp", "dp", "ep")
+WORKLOAD_KEYS = ("input_len", "output_len", "concurrency", "max_num_seqs", "max_num_batched_tokens")
+# Bounds on a workload: no model serves a 4M-token request, no bench runs
+# more than 65536 clients, and levels are evaluated one by one.
+MAX_WORKLOAD_TOKENS = 4 * 1024 * 1024
+MAX_CONCURRENCY = 65536
+MAX_LEVELS = 32
+DEFAULT_OBJECTIVE = "throughput"
 
 
 class PlanError(Exception):
@@ -217,9 +232,7 @@ def plan_name(plan):
     return name
 
 
-def evaluate_plan(model, plan, gpus, gpu_memory_gib, vllm_version, utilization, max_model_len,
-                  kv_cache_dtype=None, gpu_name=None, link=None, signatures=None, measured_allreduce_us=None):
-    errors = check_plan(model, plan, gpus, vllm_version)
+def _plan_notes(model, plan, errors):
     notes = []
     moe = moe_parallel(plan) if model.get("num_experts") else None
     if moe:
@@ -236,23 +249,35 @@ def evaluate_plan(model, plan, gpus, gpu_memory_gib, vllm_version, utilization, 
                      % (plan["tp"] // model["num_key_value_heads"], model["num_key_value_heads"]))
     if model.get("mla") and plan["tp"] > 1:
         notes.append("MLA: the KV latent is not split by TP; every rank caches all of it")
+    return notes
 
-    stages = weights_per_gpu(model, plan, signatures)
+
+def evaluate_plan(model, plan, settled):
+    """One plan: vLLM's verdict, memory per GPU, and what it delivers.
+
+    ``settled`` holds the inputs plan_model settled on (GPU count and memory,
+    version, utilization, length, KV dtype, device spec and link, workload,
+    constraints, calibration, the measured all-reduce)."""
+    errors = check_plan(model, plan, settled["gpus"], settled["vllm_version"])
+    notes = _plan_notes(model, plan, errors)
+    stages = weights_per_gpu(model, plan, settled["signatures"])
     weights = max(s["held_bytes"] for s in stages)
-    budget = gpu_memory_gib * GIB * utilization
+    budget = settled["gpu_memory_gib"] * GIB * settled["gpu_memory_utilization"]
     kv_bytes = budget - weights - RUNTIME_RESERVE_GIB * GIB
-    per_token = kv_bytes_per_token(model, plan, kv_cache_dtype)
+    per_token = kv_bytes_per_token(model, plan, settled["kv_cache_dtype"])
     tokens = int(kv_bytes // per_token) if kv_bytes > 0 else 0
     # vLLM refuses to start when one max-length request does not fit
     # (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory); DP
     # engines each hold their own cache.
-    fits = tokens >= max_model_len
+    fits = tokens >= settled["max_model_len"]
     if not fits:
         notes.append("does not fit: %.1f GiB of weights per GPU leave %.1f GiB for KV cache, %d tokens < max_model_len %d"
-                     % (weights / GIB, max(kv_bytes, 0) / GIB, tokens, max_model_len))
-    estimate = decode_estimate(model, plan, stages, gpu_name=gpu_name, link=link,
-                               measured_allreduce_us=measured_allreduce_us)
-    return {
+                     % (weights / GIB, max(kv_bytes, 0) / GIB, tokens, settled["max_model_len"]))
+    estimate = estimate_plan(model, plan, settled["signatures"], settled["spec_name"], settled["spec"], settled["link"],
+                             per_token, tokens, settled["gpu_memory_gib"], workload=settled["workload"],
+                             constraints=settled["constraints"], calibration=settled["calibration"],
+                             measured_allreduce_us=settled["measured_allreduce_us"], eager=settled["enforce_eager"])
+    result = {
         "name": plan_name(plan),
         "tp": plan["tp"],
         "pp": plan["pp"],
@@ -270,22 +295,64 @@ def evaluate_plan(model, plan, gpus, gpu_memory_gib, vllm_version, utilization, 
         "estimate": estimate,
         "vllm_args": vllm_args(plan),
     }
+    result["score"] = score(result, settled["objective"])
+    result["meets_constraints"] = result["score"] is not None
+    return result
+
+
+OBJECTIVES = ("latency", "throughput", "throughput_per_gpu")
+OBJECTIVE_UNITS = {"latency": "single-stream output tok/s", "throughput": "peak output tok/s",
+                   "throughput_per_gpu": "peak output tok/s per GPU"}
+
+
+def score(result, objective):
+    """The plan's figure for ``objective`` (higher is better), or None when no level meets the constraints."""
+    estimate = result["estimate"]
+    if objective == "latency":
+        if not estimate["single_stream_meets_constraints"]:
+            return None
+        return estimate["decode_tokens_per_s"]
+    peak = estimate["peak_output_tokens_per_s"]
+    if peak is None:
+        return None
+    return round(peak / result["gpus_used"], 1) if objective == "throughput_per_gpu" else peak
 
 
 def _rank_key(result):
-    # Valid and fitting first; then fastest single-stream decode; then fewer
-    # GPUs, then no pipeline (PP adds a bubble for single streams).
-    tokens_per_s = result["estimate"]["decode_tokens_per_s"] or 0.0
-    return (not (result["valid"] and result["fits"]), -tokens_per_s, result["gpus_used"], result["pp"])
+    # Usable (valid, fits, meets the constraints) first; then the objective's
+    # score; then fewer GPUs; then no pipeline (PP adds a bubble).
+    usable = result["valid"] and result["fits"] and result["meets_constraints"]
+    return (not usable, -(result["score"] or 0.0), result["gpus_used"], result["pp"])
 
 
-def _settle_memory(gpu_memory_gib, gpu_name):
+def explain(ranked, objective):
+    """One sentence: why the first usable plan beat the runner-up."""
+    usable = [r for r in ranked if r["valid"] and r["fits"] and r["meets_constraints"]]
+    if not usable:
+        return "no plan is valid, fits and meets the constraints"
+    best = usable[0]
+    unit = OBJECTIVE_UNITS[objective]
+    if len(usable) == 1:
+        return "%s is the only usable plan (%s %s)" % (best["name"], best["score"], unit)
+    second = usable[1]
+    if best["score"] == second["score"]:
+        reason = "the same %s (%s), fewer GPUs or no pipeline" % (unit, best["score"])
+    else:
+        reason = "%s %s against %s" % (unit, best["score"], second["score"])
+    estimate = best["estimate"]
+    detail = ""
+    if objective != "latency" and estimate["saturation_concurrency"]:
+        detail = " (peak at concurrency %d; single stream %s tok/s against %s)" % (
+            estimate["saturation_concurrency"], estimate["decode_tokens_per_s"], second["estimate"]["decode_tokens_per_s"])
+    return "%s beats %s for %s: %s%s" % (best["name"], second["name"], objective, reason, detail)
+
+
+def _settle_memory(gpu_memory_gib, spec_name, spec):
     if gpu_memory_gib is not None:
         return gpu_memory_gib, "given"
-    # Neither given nor gathered: the public specification of the GPU model
-    # (../shared/hardware.md), the reference host's by default.
-    spec_name, spec = gpu_spec(gpu_name)
-    return spec["memory_gb"] * 1e9 / GIB, "specification of %s (%d GB)" % (spec_name, spec["memory_gb"])
+    # Neither given nor gathered: the device table (NVML's figure where one
+    # was read, else the datasheet), the reference host's GPU by default.
+    return spec["memory_gib"], "specification of %s (%.1f GiB)" % (spec_name, spec["memory_gib"])
 
 
 def _settle_max_model_len(max_model_len, model):
@@ -309,44 +376,109 @@ def _settle_kv_cache_dtype(kv_cache_dtype, model, warnings):
     return kv_dtype
 
 
-def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization=None, max_model_len=None,
-               kv_cache_dtype=None, gpu_name=None, link=None, measured_allreduce_us=None):
-    """Evaluate every plan; return ``{"plans": [...], "recommended": plan or None, ...}``.
+def check_workload(workload):
+    """The workload with defaults filled in; PlanError names a bad field."""
+    if workload is None:
+        workload = {}
+    if not isinstance(workload, dict):
+        raise PlanError("workload must be a dict like {input_len: 1024, output_len: 1024, concurrency: [1, 64]}, got %r"
+                        % (workload,))
+    unknown = sorted(str(key) for key in workload if key not in WORKLOAD_KEYS)
+    if unknown:
+        raise PlanError("workload has unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(WORKLOAD_KEYS)))
+    settled = dict(DEFAULT_WORKLOAD)
+    settled.update(dict((key, value) for key, value in workload.items() if value is not None))
+    for key in ("input_len", "output_len"):
+        check_count("workload." + key, settled[key], MAX_WORKLOAD_TOKENS)
+    for key in ("max_num_seqs", "max_num_batched_tokens"):
+        if settled.get(key) is not None:
+            check_count("workload." + key, settled[key], MAX_WORKLOAD_TOKENS)
+    levels = settled["concurrency"]
+    if not isinstance(levels, (list, tuple)) or not levels or len(levels) > MAX_LEVELS:
+        raise PlanError("workload.concurrency must be a list of 1 to %d concurrency levels, got %r" % (MAX_LEVELS, levels))
+    for value in levels:
+        check_count("workload.concurrency[]", value, MAX_CONCURRENCY)
+    settled["concurrency"] = sorted(set(levels))
+    return settled
 
-    Every input is checked first (PlanError names the bad one); None means
-    the default: the GPU's specification, vLLM's utilization default for the
-    version, the model's max_position_embeddings, the checkpoint's KV dtype."""
+
+def check_constraints(ttft_p99_ms=None, min_user_tokens_per_s=None):
+    constraints = {}
+    for name, value in (("ttft_p99_ms", ttft_p99_ms), ("min_user_tokens_per_s", min_user_tokens_per_s)):
+        if value is None:
+            continue
+        if not _is_number(value) or value <= 0:
+            raise PlanError("%s must be a number above 0, got %r" % (name, value))
+        constraints[name] = value
+    return constraints
+
+
+def check_perf_inputs(objective=None, workload=None, ttft_p99_ms=None, min_user_tokens_per_s=None, calibration=None,
+                      device_spec=None):
+    """The performance inputs checked and settled: (objective, workload, constraints, calibration, device_spec)."""
+    objective = objective or DEFAULT_OBJECTIVE
+    if objective not in OBJECTIVES:
+        raise PlanError("objective must be one of %s, got %r" % (", ".join(OBJECTIVES), objective))
+    try:
+        calibration = check_calibration(calibration)
+        device_spec = check_device_spec(device_spec)
+    except (ValueError, DeviceSpecError) as exc:
+        raise PlanError(str(exc))
+    return objective, check_workload(workload), check_constraints(ttft_p99_ms, min_user_tokens_per_s), calibration, device_spec
+
+
+def settle_inputs(model, gpus, gpu_memory_gib, vllm_version, perf, gpu_memory_utilization=None, max_model_len=None,
+                  kv_cache_dtype=None, gpu_name=None, link=None, measured_allreduce_us=None, enforce_eager=False):
+    """Every default applied: the values plan_model evaluates plans with. ``perf`` is check_perf_inputs' tuple."""
     warnings = check_inputs(gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization, max_model_len,
                             kv_cache_dtype, link)
-    version_note = warnings[0] if warnings else None
-    gpu_memory_gib, memory_from = _settle_memory(gpu_memory_gib, gpu_name)
+    objective, workload, constraints, calibration, device_spec = perf
+    spec_name, spec = gpu_spec(gpu_name, device_spec)
+    memory, memory_from = _settle_memory(gpu_memory_gib, spec_name, spec)
     utilization = gpu_memory_utilization
     if utilization is None:
         utilization = default_gpu_memory_utilization(vllm_version)
-    max_len = _settle_max_model_len(max_model_len, model)
-    kv_dtype = _settle_kv_cache_dtype(kv_cache_dtype, model, warnings)
-    plans = enumerate_plans(gpus)
-    signatures = layer_signatures(model)
-    results = [evaluate_plan(model, plan, gpus, gpu_memory_gib, vllm_version, utilization, max_len,
-                             kv_dtype, gpu_name, link, signatures, measured_allreduce_us)
-               for plan in plans]
+    return warnings, {
+        "gpus": gpus, "gpu_memory_gib": memory, "gpu_memory_from": memory_from,
+        "gpu_memory_utilization": utilization, "max_model_len": _settle_max_model_len(max_model_len, model),
+        "kv_cache_dtype": _settle_kv_cache_dtype(kv_cache_dtype, model, warnings), "vllm_version": vllm_version,
+        "runtime_reserve_gib": RUNTIME_RESERVE_GIB, "objective": objective, "workload": workload,
+        "constraints": constraints, "calibration": calibration, "device_spec": device_spec,
+        "enforce_eager": bool(enforce_eager), "gpu_name": spec_name, "link": link or spec["link"],
+        # Not returned: the model's layer signatures, the spec and the probe.
+        "signatures": layer_signatures(model), "spec_name": spec_name, "spec": spec,
+        "measured_allreduce_us": measured_allreduce_us,
+    }
+
+
+PRIVATE_INPUTS = ("signatures", "spec", "spec_name", "measured_allreduce_us")
+
+
+def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization=None, max_model_len=None,
+               kv_cache_dtype=None, gpu_name=None, link=None, measured_allreduce_us=None, objective=None,
+               workload=None, ttft_p99_ms=None, min_user_tokens_per_s=None, calibration=None, device_spec=None,
+               enforce_eager=False):
+    """Evaluate every plan; return ``{"plans": [...], "recommended": plan or None, "ranking": [...], "why": ...}``.
+
+    Every input is checked first (PlanError names the bad one); None means
+    the default: the GPU's specification, vLLM's utilization default for the
+    version, the model's max_position_embeddings, the checkpoint's KV dtype,
+    the throughput objective and DEFAULT_WORKLOAD."""
+    perf = check_perf_inputs(objective, workload, ttft_p99_ms, min_user_tokens_per_s, calibration, device_spec)
+    warnings, settled = settle_inputs(model, gpus, gpu_memory_gib, vllm_version, perf, gpu_memory_utilization,
+                                      max_model_len, kv_cache_dtype, gpu_name, link, measured_allreduce_us, enforce_eager)
+    results = [evaluate_plan(model, plan, settled) for plan in enumerate_plans(gpus)]
     ranked = sorted(results, key=_rank_key)
-    best = ranked[0] if ranked and ranked[0]["valid"] and ranked[0]["fits"] else None
+    best = ranked[0] if ranked and ranked[0]["valid"] and ranked[0]["fits"] and ranked[0]["meets_constraints"] else None
     return {
         "plans": results,
         "recommended": best,
-        "version_warning": version_note,
+        "objective": settled["objective"],
+        "ranking": [r["name"] for r in ranked if r["valid"] and r["fits"] and r["meets_constraints"]],
+        "why": explain(ranked, settled["objective"]),
+        "version_warning": warnings[0] if warnings and warnings[0].startswith("vllm_version") else None,
         "warnings": warnings,
-        "inputs": {
-            "gpus": gpus,
-            "gpu_memory_gib": gpu_memory_gib,
-            "gpu_memory_from": memory_from,
-            "gpu_memory_utilization": utilization,
-            "max_model_len": max_len,
-            "kv_cache_dtype": kv_dtype,
-            "vllm_version": vllm_version,
-            "runtime_reserve_gib": RUNTIME_RESERVE_GIB,
-        },
+        "inputs": dict((key, value) for key, value in settled.items() if key not in PRIVATE_INPUTS),
     }
 
 
@@ -354,6 +486,11 @@ def evaluate_plan_for(model, plan, inputs, gpu_name=None, link=None, measured_al
     """Evaluate one configured plan with the inputs ``plan_model`` settled on
     (PlanError names a bad field of ``plan``)."""
     wanted = check_plan_fields(plan)
-    return evaluate_plan(model, wanted, inputs["gpus"], inputs["gpu_memory_gib"], inputs["vllm_version"],
-                         inputs["gpu_memory_utilization"], inputs["max_model_len"], inputs["kv_cache_dtype"],
-                         gpu_name, link, measured_allreduce_us=measured_allreduce_us)
+    settled = dict(inputs)
+    spec_name, spec = gpu_spec(gpu_name or inputs.get("gpu_name"), inputs.get("device_spec"))
+    settled.update({"signatures": layer_signatures(model), "spec_name": spec_name, "spec": spec,
+                    "link": link or inputs.get("link") or spec["link"], "measured_allreduce_us": measured_allreduce_us})
+    for key, default in (("objective", DEFAULT_OBJECTIVE), ("workload", DEFAULT_WORKLOAD), ("constraints", {}),
+                         ("calibration", None), ("enforce_eager", False)):
+        settled.setdefault(key, default)
+    return evaluate_plan(model, wanted, settled)

@@ -22,8 +22,11 @@ description:
     weight creation, the last one after minutes of loading).
   - Each plan also gets the weights per GPU (quantization scales included; replicated and sharded parts;
     experts spread over TP x DP ranks), the KV cache left by O(gpu_memory_utilization), the KV tokens that
-    buys, whether one O(max_model_len) request fits, and a single-stream decode estimate from memory bandwidth
-    and all-reduce cost over the GPU link.
+    buys, and whether one O(max_model_len) request fits.
+  - And what it delivers - a step-time model of vLLM's decode and prefill (weights and experts read, KV cache,
+    matrix work per kernel data type, all-reduces as vLLM runs them on the link, per-step and per-layer overheads)
+    gives single-stream speed and, for each concurrency level of O(workload), output tok/s, TPOT and TTFT.
+    RV(recommended) is the best plan for O(objective).
   - The rules restate vLLM's source for the releases listed in the notes; they are keyed on O(vllm_version).
 author:
   - gauntlet.vllm contributors (@gauntlet)
@@ -139,6 +142,68 @@ options:
       - Fail the task, naming vLLM's error and the valid alternatives, when O(plan) is invalid or does not fit.
     type: bool
     default: true
+  objective:
+    description:
+      - What RV(recommended) and RV(ranking) optimise. C(latency) - the fastest single stream (C=1 output tok/s).
+        C(throughput) - the highest output tok/s over the O(workload)'s concurrency levels. C(throughput_per_gpu) -
+        that peak divided by the GPUs the plan uses.
+      - Levels that break O(ttft_p99_ms) or O(min_user_tokens_per_s) do not count; a plan with no level left is
+        not recommended (RV(plans[].meets_constraints) is false).
+    type: str
+    choices: [latency, throughput, throughput_per_gpu]
+    default: throughput
+  workload:
+    description:
+      - The closed-loop workload the estimate is for, as C(vllm bench serve --max-concurrency C) or
+        M(gauntlet.vllm.vllm_bench) runs it - fixed prompt and output lengths, C clients each sending the next
+        request when its last one ends.
+    type: dict
+    suboptions:
+      input_len:
+        description: Prompt tokens per request.
+        type: int
+        default: 1024
+      output_len:
+        description: Output tokens per request.
+        type: int
+        default: 1024
+      concurrency:
+        description: The concurrency levels to estimate (1 to 32 levels, each from 1 to 65536).
+        type: list
+        elements: int
+        default: [1, 4, 16, 64, 256, 1024]
+      max_num_seqs:
+        description: The server's C(--max-num-seqs), when it is not vLLM's default for the GPU size.
+        type: int
+      max_num_batched_tokens:
+        description: The server's C(--max-num-batched-tokens), when it is not vLLM's default for the GPU size.
+        type: int
+  ttft_p99_ms:
+    description:
+      - Largest acceptable p99 time to first token, in ms; levels predicted above it do not count.
+    type: float
+  min_user_tokens_per_s:
+    description:
+      - Smallest acceptable output speed of one stream (1000 / TPOT ms); levels predicted below it do not count.
+    type: float
+  calibration:
+    description:
+      - Measured-against-predicted ratios per component from an earlier sweep on the same host, as the filter
+        C(gauntlet.vllm.vllm_calibration) returns them (C(ratios) with C(step_fixed), C(step_per_seq), C(prefill),
+        each from 0.05 to 20). Applied to every plan's estimate and shown in RV(plans[].estimate.basis).
+    type: dict
+  device_spec:
+    description:
+      - Device figures that override the planner's GPU table, for a GPU it does not know or the rig's CPU.
+        Keys C(name), C(memory_gib), C(memory_bandwidth_gbs), C(tflops) (a dict of data type - C(bf16), C(fp8),
+        C(fp4) - to dense TFLOP/s), C(link) (C(pcie) or C(nvlink)), C(link_busbw_gbs), C(allreduce_latency_us),
+        C(allreduce_latency_per_rank_us), C(custom_allreduce_us), C(cuda_graphs) (false for a device that runs eager).
+    type: dict
+  enforce_eager:
+    description:
+      - The server runs with C(--enforce-eager) (no CUDA graphs), which costs more per layer and step.
+    type: bool
+    default: false
 extends_documentation_fragment:
   # First, so its support levels win over the generic fragment's placeholders.
   - gauntlet.vllm.attributes
@@ -149,6 +214,7 @@ notes:
     instead of rejecting a TP split that cuts through them.
   - Memory and speed figures are estimates with their inputs shown in RV(plans[].estimate.basis) and
     RV(inputs); a runtime reserve for activations, CUDA graphs and NCCL buffers is kept out of the KV cache.
+  - The step-time model, its constants and its measured error on public data are in C(docs/perf-model.md).
 seealso:
   - module: gauntlet.vllm.model_config_info
   - module: gauntlet.vllm.gpu_facts
@@ -159,7 +225,7 @@ EXAMPLES = r"""
   gauntlet.vllm.vllm_plan:
     model: /models/MiniMaxAI/MiniMax-M2.5
     gpus: 8
-    gpu_memory_gib: 89.4
+    gpu_memory_gib: 95.6
     vllm_version: 0.28.0
   register: minimax_plan
 
@@ -173,9 +239,27 @@ EXAMPLES = r"""
     revision: main
     hf_token: "{{ vault_hf_token }}"
     gpus: 8
-    gpu_memory_gib: 89.4
+    gpu_memory_gib: 95.6
     vllm_version: 0.28.0
   register: kimi_plan
+
+- name: Plan for throughput at the concurrency the service will see, TTFT under 2 s
+  gauntlet.vllm.vllm_plan:
+    model: /models/MiniMaxAI/MiniMax-M2.5
+    gpu_facts: "{{ ansible_facts.gpus }}"
+    allreduce_probe: "{{ ansible_facts.allreduce_probe | default(omit) }}"
+    vllm_version: 0.32.0
+    objective: throughput
+    ttft_p99_ms: 2000
+    workload:
+      input_len: 2000
+      output_len: 500
+      concurrency: [1, 16, 64, 256]
+  register: minimax_plan
+
+- name: Say why the winner won
+  ansible.builtin.debug:
+    msg: "{{ minimax_plan.why }}"
 
 - name: Refuse to launch a plan vLLM would crash on (fails with vLLM's message and the valid alternatives)
   gauntlet.vllm.vllm_plan:
@@ -262,27 +346,99 @@ plans:
       description: Whether one request of C(max_model_len) tokens (see RV(inputs)) fits in the KV cache.
       type: bool
     estimate:
-      description: Single-stream decode estimate and its basis.
+      description: What the plan delivers for O(workload), from the step-time model (C(docs/perf-model.md)).
       type: dict
       contains:
         decode_tokens_per_s:
-          description: Estimated tokens per second for one stream.
+          description: Output tokens per second of one stream (concurrency 1).
           type: float
         ms_per_token:
-          description: Estimated milliseconds per decoded token.
+          description: Milliseconds per output token of one stream (TPOT at concurrency 1).
           type: float
+        single_stream_meets_constraints:
+          description: Whether concurrency 1 meets O(ttft_p99_ms) and O(min_user_tokens_per_s).
+          type: bool
+        levels:
+          description: One entry per concurrency level of O(workload).
+          type: list
+          elements: dict
+          contains:
+            concurrency:
+              description: Clients sending requests in a closed loop.
+              type: int
+            output_tokens_per_s:
+              description: Output tokens per second of all streams together.
+              type: float
+            tpot_ms:
+              description: Time per output token after the first, in ms.
+              type: float
+            ttft_ms:
+              description: Mean time to first token, in ms, queueing included.
+              type: float
+            ttft_p99_ms:
+              description: Time to first token of the last request of a wave, in ms.
+              type: float
+            user_tokens_per_s:
+              description: Output tokens per second of one stream (1000 / TPOT).
+              type: float
+            running:
+              description: Sequences one engine decodes together.
+              type: int
+            limited_by:
+              description: >-
+                What caps the level. C(latency) - fixed per-step costs dominate, more clients would add throughput.
+                C(batch) - the work of the running sequences dominates. C(kv_cache) or C(max_num_seqs) - clients
+                wait for room.
+              type: str
+            parts:
+              description: Uncalibrated parts of the step (TPOT base and growth, prefill) that calibration fits.
+              type: dict
+        peak_output_tokens_per_s:
+          description: The highest output tok/s over the levels that meet the constraints (null when none does).
+          type: float
+        saturation_concurrency:
+          description: The lowest level within 5% of the peak.
+          type: int
+        max_running:
+          description: Sequences of O(workload)'s length the plan's engines run at once (KV cache and C(max_num_seqs)).
+          type: int
         basis:
-          description: The inputs of the estimate (GPU, bandwidth, link, all-reduce latency, bytes read per token).
+          description: >-
+            Every constant of the estimate with its source - device figures, efficiencies, overheads, all-reduce
+            source (table or measured), scheduler limits, calibration - and the single-stream step split into
+            fixed, floors, weights, attention, communication and pipeline (ms).
           type: dict
+    score:
+      description: The plan's figure for O(objective) (null when no level meets the constraints).
+      type: float
+    meets_constraints:
+      description: Whether some level meets O(ttft_p99_ms) and O(min_user_tokens_per_s).
+      type: bool
     vllm_args:
       description: The C(vllm serve) arguments for this plan.
       type: list
       elements: str
       sample: ["--tensor-parallel-size", "8", "--enable-expert-parallel"]
 recommended:
-  description: The valid, fitting plan with the best estimate (fewer GPUs break ties), or null when none is.
+  description: The valid, fitting plan with the best score for O(objective) (fewer GPUs break ties), or null when none is.
   returned: always
   type: dict
+objective:
+  description: The objective the plans were ranked by.
+  returned: always
+  type: str
+  sample: throughput
+ranking:
+  description: Names of the usable plans (valid, fitting, meeting the constraints), best first.
+  returned: always
+  type: list
+  elements: str
+  sample: [TP8-EP, TP4-DP2-EP, TP4]
+why:
+  description: Why RV(recommended) beat the runner-up, with both figures.
+  returned: always
+  type: str
+  sample: "TP8-EP beats TP4-DP2-EP for throughput: peak output tok/s 5210.3 against 4630.2 (peak at concurrency 256; ...)"
 selected:
   description: The evaluation of O(plan), when given.
   returned: when O(plan) is given
@@ -293,7 +449,7 @@ inputs:
   type: dict
   sample:
     gpus: 8
-    gpu_memory_gib: 89.4
+    gpu_memory_gib: 95.6
     gpu_memory_utilization: 0.9
     max_model_len: 196608
     kv_cache_dtype: auto
@@ -324,7 +480,13 @@ from ansible.module_utils.basic import AnsibleModule, env_fallback
 from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.hub import load_any_model_config
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, check_inputs, evaluate_plan_for, plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import (
+    PlanError,
+    check_inputs,
+    check_perf_inputs,
+    evaluate_plan_for,
+    plan_model,
+)
 
 
 def _from_gpu_facts(params):
@@ -366,6 +528,19 @@ def main():
                 ep=dict(type="bool", default=False),
             )),
             fail_on_invalid=dict(type="bool", default=True),
+            objective=dict(type="str", default="throughput", choices=["latency", "throughput", "throughput_per_gpu"]),
+            workload=dict(type="dict", options=dict(
+                input_len=dict(type="int", default=1024),
+                output_len=dict(type="int", default=1024),
+                concurrency=dict(type="list", elements="int", default=[1, 4, 16, 64, 256, 1024]),
+                max_num_seqs=dict(type="int"),
+                max_num_batched_tokens=dict(type="int"),
+            )),
+            ttft_p99_ms=dict(type="float"),
+            min_user_tokens_per_s=dict(type="float"),
+            calibration=dict(type="dict"),
+            device_spec=dict(type="dict"),
+            enforce_eager=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -379,12 +554,17 @@ def main():
         # Bad numbers are refused before anything is read or fetched.
         check_inputs(gpus, memory, params["vllm_version"], params["gpu_memory_utilization"], params["max_model_len"],
                      params["kv_cache_dtype"], link, params["plan"])
+        check_perf_inputs(params["objective"], params["workload"], params["ttft_p99_ms"], params["min_user_tokens_per_s"],
+                          params["calibration"], params["device_spec"])
         model, model_source = load_any_model_config(params["model"], params["revision"], params["hf_endpoint"],
                                                     params["hf_token"])
         result = plan_model(model, gpus, memory, params["vllm_version"],
                             gpu_memory_utilization=params["gpu_memory_utilization"],
                             max_model_len=params["max_model_len"], kv_cache_dtype=params["kv_cache_dtype"],
-                            gpu_name=name, link=link, measured_allreduce_us=measured)
+                            gpu_name=name, link=link, measured_allreduce_us=measured, objective=params["objective"],
+                            workload=params["workload"], ttft_p99_ms=params["ttft_p99_ms"],
+                            min_user_tokens_per_s=params["min_user_tokens_per_s"], calibration=params["calibration"],
+                            device_spec=params["device_spec"], enforce_eager=params["enforce_eager"])
     except (ModelConfigError, PlanError) as exc:
         module.fail_json(msg=str(exc))
 

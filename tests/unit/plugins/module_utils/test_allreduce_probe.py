@@ -18,6 +18,7 @@ import pytest
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import allreduce_probe as probe
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import gpu_spec
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for, plan_model
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
@@ -70,8 +71,13 @@ def test_measured_time_is_interpolated_between_sizes_and_clamped():
 
 def test_compare_reports_the_planners_table_figure_against_the_measured_one():
     rows = probe.compare(made_up_8gpu_probe(40.0), 7168, gpu_name="NVIDIA RTX PRO 6000 Blackwell", link="pcie")
-    # Table: 25 us + 2 * 7/8 * 14336 B / 64 GB/s = 25.392 us.
-    assert rows == [{"gpus": 8, "bytes": 14336, "predicted_us": 25.392, "measured_us": 40.0, "ratio": 0.635}]
+    spec = gpu_spec("NVIDIA RTX PRO 6000 Blackwell")[1]
+    # Table: NCCL on 8 PCIe GPUs (no custom all-reduce there): the latency at 2 ranks, 6 more ranks' worth, and
+    # 2 * 7/8 of 14336 B at the bus bandwidth.
+    table = (spec["allreduce_latency_us"] + 6 * spec["allreduce_latency_per_rank_us"]
+             + 2 * 7 / 8.0 * 14336 / (spec["link_busbw_gbs"] * 1e3))
+    assert rows == [{"gpus": 8, "bytes": 14336, "predicted_us": round(table, 3), "measured_us": 40.0,
+                     "ratio": round(table / 40.0, 3)}]
 
 
 def test_the_planner_uses_a_measured_all_reduce_for_the_tp_size_probed(model_configs_dir):
@@ -87,9 +93,11 @@ def test_the_planner_uses_a_measured_all_reduce_for_the_tp_size_probed(model_con
     assert before["basis"]["allreduce_source"] == "table"
     assert after["basis"]["allreduce_source"] == "measured on 8 GPUs"
     assert after["basis"]["tp_allreduce_us"] == 100.0
-    # 61 layers x 2 all-reduces x (100 - 25.4) us more per token.
+    # 61 layers x 2 all-reduces x (100 us - the table's figure) more per token.
     layers = model["num_hidden_layers"]
-    assert after["ms_per_token"] - before["ms_per_token"] == pytest.approx(2 * layers * (100.0 - 25.392) / 1000, abs=0.01)
+    table_us = before["basis"]["tp_allreduce_us"]
+    assert table_us < 100.0
+    assert after["ms_per_token"] - before["ms_per_token"] == pytest.approx(2 * layers * (100.0 - table_us) / 1000, abs=0.01)
     # TP4 was not probed: it keeps the table.
     tp4 = [plan for plan in measured["plans"] if plan["name"] == "TP4-PP2"][0]
     assert tp4["estimate"]["basis"]["allreduce_source"] == "table"

@@ -143,16 +143,19 @@ def test_nvlink_lowers_the_communication_cost():
     model = load("moonshotai--Kimi-K2.5")
     pcie = by_name(plan_model(model, 8, RTX_PRO_6000_GIB, "0.28.0", max_model_len=32768, link="pcie"))["TP8"]
     nvlink = by_name(plan_model(model, 8, RTX_PRO_6000_GIB, "0.28.0", max_model_len=32768, link="nvlink"))["TP8"]
-    assert nvlink["estimate"]["basis"]["communication_ms"] < pcie["estimate"]["basis"]["communication_ms"]
+    assert (nvlink["estimate"]["basis"]["single_stream_ms"]["communication"]
+            < pcie["estimate"]["basis"]["single_stream_ms"]["communication"])
     assert nvlink["estimate"]["decode_tokens_per_s"] > pcie["estimate"]["decode_tokens_per_s"]
 
 
 def test_gpu_memory_defaults_to_the_gpu_specification():
     result = plan_model(load("moonshotai--Kimi-K2.5"), 8, None, "0.28.0", max_model_len=32768)
-    assert result["inputs"]["gpu_memory_from"] == "specification of RTX PRO 6000 (96 GB)"
-    assert abs(result["inputs"]["gpu_memory_gib"] - RTX_PRO_6000_GIB) < 1e-9
+    assert result["inputs"]["gpu_memory_from"] == "specification of RTX PRO 6000 (95.6 GiB)"
+    # NVML's figure for the RTX PRO 6000 Blackwell Server Edition (issue 15), not 96 GB = 89.4 GiB.
+    assert abs(result["inputs"]["gpu_memory_gib"] - 97887 / 1024.0) < 1e-9
     h200 = plan_model(load("moonshotai--Kimi-K2.5"), 8, None, "0.28.0", max_model_len=32768, gpu_name="NVIDIA H200")
-    assert abs(h200["inputs"]["gpu_memory_gib"] - 141e9 / 1024 ** 3) < 1e-9
+    # As NVML reports it on the lent H200 (tests/unit/fixtures/gpu/h200-1gpu.nvml.json).
+    assert abs(h200["inputs"]["gpu_memory_gib"] - 150754820096 / 1024.0 ** 3) < 1e-9
 
 
 @pytest.mark.parametrize("bad", [{"gpus": 0}, {"gpu_memory_gib": -1}, {"gpu_memory_utilization": 1.5}])

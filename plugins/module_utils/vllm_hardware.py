@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What the planner knows about a device and its link: memory, bandwidth,
+peak matrix rates per data type, and the cost of one all-reduce.
+
+Every figure carries its source (``SOURCES``); ``docs/perf-model.md`` says how
+the efficiencies were fitted. A ``device_spec`` given by the caller (a GPU not
+in the table, or the rig's CPU) overrides the table entry field by field."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+
+GIB = 1024 ** 3
+
+# Public specifications (../shared/hardware.md, the vendors' datasheets) and
+# NVML's own memory figure where one was read. Peaks are dense (no sparsity)
+# tensor-core rates in TFLOP/s; ``fp4`` is absent where the chip has no FP4
+# tensor cores (Hopper runs FP4 weights through a BF16 kernel).
+# ``link_busbw_gbs`` is the NCCL bus bandwidth of a large all-reduce over the
+# link, ``allreduce_latency_us`` the time of a small (decode-sized) one at 2
+# ranks and ``allreduce_latency_per_rank_us`` what each further rank adds.
+GPU_SPECS = {
+    "RTX PRO 6000": {
+        # NVML reports 97,887 MiB on the Server Edition (issue 15; 95.6 GiB).
+        "memory_gib": 97887 / 1024.0, "memory_bandwidth_gbs": 1792.0,
+        "tflops": {"bf16": 503.8, "fp8": 1007.6, "fp4": 2015.2},
+        "link": "pcie", "link_busbw_gbs": 22.0,
+        "allreduce_latency_us": 22.0, "allreduce_latency_per_rank_us": 9.0,
+        "custom_allreduce_us": 12.0,
+    },
+    "H200": {
+        "memory_gib": 150754820096 / float(GIB), "memory_bandwidth_gbs": 4800.0,
+        "tflops": {"bf16": 989.0, "fp8": 1979.0},
+        "link": "nvlink", "link_busbw_gbs": 360.0,
+        "allreduce_latency_us": 14.0, "allreduce_latency_per_rank_us": 2.5,
+        "custom_allreduce_us": 7.0,
+    },
+    "H100": {
+        "memory_gib": 80.0e9 / GIB, "memory_bandwidth_gbs": 3350.0,
+        "tflops": {"bf16": 989.0, "fp8": 1979.0},
+        "link": "nvlink", "link_busbw_gbs": 360.0,
+        "allreduce_latency_us": 14.0, "allreduce_latency_per_rank_us": 2.5,
+        "custom_allreduce_us": 7.0,
+    },
+    "B200": {
+        "memory_gib": 180.0e9 / GIB, "memory_bandwidth_gbs": 8000.0,
+        "tflops": {"bf16": 2250.0, "fp8": 4500.0, "fp4": 9000.0},
+        "link": "nvlink", "link_busbw_gbs": 700.0,
+        "allreduce_latency_us": 12.0, "allreduce_latency_per_rank_us": 2.0,
+        "custom_allreduce_us": 6.0,
+    },
+}
+DEFAULT_GPU = "RTX PRO 6000"
+
+SOURCES = {
+    "RTX PRO 6000": "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet (1,792 GB/s; 4 PFLOPS FP4 with sparsity, halved "
+                    "for dense and per data-type step); memory as NVML reports it (97,887 MiB, issue 15); PCIe all-reduce "
+                    "latency fitted to the reference box (docs/perf-model.md)",
+    "H200": "NVIDIA H200 datasheet (4.8 TB/s, 989 TFLOP/s dense BF16); memory as NVML reports it on the lent H200 "
+            "(tests/unit/fixtures/gpu/h200-1gpu.nvml.json)",
+    "H100": "NVIDIA H100 SXM datasheet (3.35 TB/s, 989 TFLOP/s dense BF16)",
+    "B200": "NVIDIA B200 datasheet (8 TB/s; 2.25 PFLOP/s dense BF16)",
+}
+
+DEVICE_SPEC_KEYS = ("name", "memory_gib", "memory_bandwidth_gbs", "tflops", "link", "link_busbw_gbs",
+                    "allreduce_latency_us", "allreduce_latency_per_rank_us", "custom_allreduce_us", "cuda_graphs")
+LINKS = ("pcie", "nvlink")
+# vLLM's custom all-reduce (vllm/distributed/device_communicators/
+# custom_all_reduce.py) serves world sizes 2, 4, 6 and 8, only when the GPUs
+# are fully connected over NVLink or when there are just two of them
+# ("Custom allreduce is disabled because it's not supported on more than two
+# PCIe-only GPUs"), and messages up to 8 MiB; NCCL takes the rest.
+CUSTOM_ALLREDUCE_WORLD_SIZES = (2, 4, 6, 8)
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 1024 * 1024
+
+
+class DeviceSpecError(ValueError):
+    """A device_spec field the planner cannot use; the message names it."""
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise DeviceSpecError("device_spec.%s must be a number above 0, got %r" % (name, value))
+    return float(value)
+
+
+def check_device_spec(device_spec):
+    """``device_spec`` with every field checked (unknown keys, types, links); DeviceSpecError names the field."""
+    if device_spec is None:
+        return None
+    if not isinstance(device_spec, dict):
+        raise DeviceSpecError("device_spec must be a dict, got %r" % (device_spec,))
+    unknown = sorted(str(key) for key in device_spec if key not in DEVICE_SPEC_KEYS)
+    if unknown:
+        raise DeviceSpecError("device_spec has unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(DEVICE_SPEC_KEYS)))
+    checked = {}
+    for key, value in device_spec.items():
+        if value is None:
+            continue
+        if key == "name":
+            checked[key] = str(value)
+        elif key == "link":
+            if value not in LINKS:
+                raise DeviceSpecError("device_spec.link must be pcie or nvlink, got %r" % (value,))
+            checked[key] = value
+        elif key == "cuda_graphs":
+            if not isinstance(value, bool):
+                raise DeviceSpecError("device_spec.cuda_graphs must be true or false, got %r" % (value,))
+            checked[key] = value
+        elif key == "tflops":
+            if not isinstance(value, dict) or not value:
+                raise DeviceSpecError("device_spec.tflops must be a dict of data type to TFLOP/s, e.g. {bf16: 989}, got %r" % (value,))
+            checked[key] = dict((str(dtype), _positive("tflops." + str(dtype), rate)) for dtype, rate in value.items())
+        else:
+            checked[key] = _positive(key, value)
+    return checked
+
+
+def gpu_spec(gpu_name, device_spec=None):
+    """(name, spec) for ``gpu_name`` (substring match on the table's keys, the
+    reference box's GPU when nothing matches), overridden by ``device_spec``."""
+    name, spec = DEFAULT_GPU, GPU_SPECS[DEFAULT_GPU]
+    for key, entry in GPU_SPECS.items():
+        if gpu_name and key.lower() in gpu_name.lower():
+            name, spec = key, entry
+            break
+    spec = dict(spec, cuda_graphs=True, source=SOURCES.get(name, ""))
+    if device_spec:
+        checked = check_device_spec(device_spec)
+        name = checked.pop("name", None) or (gpu_name or name)
+        spec.update(checked)
+        spec["source"] = "device_spec given by the caller, over %s" % spec["source"]
+    return name, spec
+
+
+def peak_tflops(spec, dtype):
+    """The matrix rate for ``dtype``; a type the device lacks runs at the next wider one (FP4 as FP8 as BF16)."""
+    rates = spec["tflops"]
+    for candidate in {"fp4": ("fp4", "fp8", "bf16"), "fp8": ("fp8", "bf16")}.get(dtype, (dtype, "bf16")):
+        if candidate in rates:
+            return rates[candidate]
+    return min(rates.values())
+
+
+def uses_custom_allreduce(world_size, size_bytes, link):
+    return (world_size in CUSTOM_ALLREDUCE_WORLD_SIZES and size_bytes <= CUSTOM_ALLREDUCE_MAX_BYTES
+            and (link == "nvlink" or world_size == 2))
+
+
+def table_allreduce_us(world_size, size_bytes, spec, link):
+    """One all-reduce as vLLM runs it: its custom kernel where vLLM enables it
+    (a flat latency plus the bytes over the link), else NCCL's ring (a latency
+    growing with the ranks plus 2 (n - 1) / n of the message at bus bandwidth)."""
+    if world_size < 2:
+        return 0.0
+    wire = 2.0 * (world_size - 1) / world_size * size_bytes / (spec["link_busbw_gbs"] * 1e3)
+    if uses_custom_allreduce(world_size, size_bytes, link):
+        return spec["custom_allreduce_us"] + wire
+    return spec["allreduce_latency_us"] + spec["allreduce_latency_per_rank_us"] * (world_size - 2) + wire
+
+
+def allreduce_us(world_size, size_bytes, spec, link, measured=None):
+    """(microseconds, source) of one all-reduce: ``measured(world, bytes)``
+    (allreduce_probe's figures) where it has the world size, else the table."""
+    if world_size < 2:
+        return 0.0, "none"
+    if measured is not None:
+        value = measured(world_size, size_bytes)
+        if value is not None:
+            return value, "measured on %d GPUs" % world_size
+    return table_allreduce_us(world_size, size_bytes, spec, link), "table"
+
+
+def p2p_us(size_bytes, spec):
+    """One pipeline send/recv of ``size_bytes`` between neighbouring stages."""
+    return spec["custom_allreduce_us"] + size_bytes / (spec["link_busbw_gbs"] * 1e3)

@@ -1,0 +1,620 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What a vLLM plan delivers: a step-time model of decode and prefill, and
+throughput against concurrency as a closed-loop ``vllm bench serve
+--max-concurrency C`` measures it.
+
+One decode step of an engine with ``b`` running sequences costs, on the
+busiest GPU of each pipeline stage (docs/perf-model.md has the derivation and
+the sources of every constant):
+
+* a fixed per-step cost (scheduler, input preparation, sampling) and a
+  per-layer floor (the kernels a layer launches take microseconds each even
+  when they move few bytes; MoE layers launch more of them);
+* weights: the dense part read once per step, the routed experts the step's
+  tokens touch (``E (1 - (1 - k/E)^n)`` distinct experts for ``n`` tokens,
+  the busiest expert-parallel rank above the mean), each part at the larger
+  of its bytes over the memory bandwidth and its FLOPs over the matrix rate
+  of its kernel's data type;
+* the KV cache of every running sequence;
+* communication as vLLM runs the plan: two TP all-reduces per layer (custom
+  all-reduce only where vLLM enables it), a dispatch and a combine per MoE
+  layer when the experts span DP ranks, a send per pipeline stage.
+
+Prefill runs the same terms on the prompt tokens (chunked by
+``max_num_batched_tokens``), compute-bound. A concurrency level ``C`` runs
+``min(C / DP, max_num_seqs, sequences that fit the KV cache)`` sequences per
+engine in waves of one prefill and ``output_len - 1`` decode steps; the
+rest wait (Little's law gives their queueing time).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
+    allreduce_us,
+    p2p_us,
+    peak_tflops,
+)
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
+    UNQUANTIZED_BYTES,
+    attention_parts,
+    is_quantized,
+    padded_vocab,
+    stage_layers,
+    weight_bytes_per_element,
+)
+
+# ---------------------------------------------------------------------------
+# Calibrated constants (docs/perf-model.md "Calibration"): each is fitted to
+# the H200 recordings in tests/unit/fixtures/perf/ and the public points in
+# vllm_perf_points.py; CONSTANT_SOURCES says which.
+# ---------------------------------------------------------------------------
+# Share of the memory bandwidth a decode kernel reaches while streaming
+# weights of each kernel family, and while reading the KV cache.
+BANDWIDTH_EFFICIENCY = {"bf16": 0.80, "fp8": 0.76, "w4a16": 0.62, "nvfp4": 0.50, "mxfp4": 0.55}
+KV_BANDWIDTH_EFFICIENCY = 0.65
+# Share of the matrix peak a large GEMM reaches (prefill, large batches).
+COMPUTE_EFFICIENCY = {"bf16": 0.62, "fp8": 0.55, "w4a16": 0.40, "nvfp4": 0.40, "mxfp4": 0.35}
+ATTENTION_COMPUTE_EFFICIENCY = 0.45
+# Fixed costs of a decode step (ms) and of each layer (us), with CUDA graphs
+# and eager; MoE layers add their routing and grouped-GEMM kernels.
+STEP_FIXED_MS = {"graph": 1.2, "eager": 4.0}
+LAYER_FLOOR_US = {"graph": 14.0, "eager": 110.0}
+MOE_LAYER_FLOOR_US = {"graph": 38.0, "eager": 160.0}
+# Per sequence and step: sampling, detokenisation and output processing.
+PER_SEQUENCE_US = 6.0
+
+CONSTANT_SOURCES = {
+    "bandwidth_efficiency": "fitted: H200 vLLM 0.24 recordings (tests/unit/fixtures/perf/) and public points",
+    "compute_efficiency": "fitted: H200 GEMM recordings (tests/unit/fixtures/perf/h200-micro.json)",
+    "step_fixed_ms": "fitted: H200 vLLM 0.24 decode steps of a dense 8B model, CUDA graphs and eager",
+    "layer_floor_us": "fitted: H200 vLLM 0.24 decode steps at batch 1 (dense and MoE models)",
+    "per_sequence_us": "fitted: H200 vLLM 0.24 decode step growth with batch size",
+}
+
+DEFAULT_WORKLOAD = {"input_len": 1024, "output_len": 1024, "concurrency": [1, 4, 16, 64, 256, 1024]}
+# vLLM's defaults for `vllm serve` (EngineArgs._set_default_args, usage
+# context OPENAI_API_SERVER): larger on GPUs of 70 GiB and more.
+SCHEDULER_DEFAULTS = {"large": {"max_num_seqs": 1024, "max_num_batched_tokens": 8192},
+                      "small": {"max_num_seqs": 256, "max_num_batched_tokens": 2048}}
+LARGE_GPU_GIB = 70
+# The largest batch vLLM captures in a CUDA graph by default; larger decode
+# batches run without one (piecewise), paying part of the eager cost.
+MAX_CUDAGRAPH_BATCH = 512
+KV_BLOCK_TOKENS = 16
+SATURATION_SHARE = 0.95
+
+
+def kernel_family(quantization):
+    """The kernel family that runs a quantized linear layer: bf16, fp8,
+    w4a16 (Marlin: 4-bit weights, 16-bit math), nvfp4 or mxfp4."""
+    if not quantization:
+        return "bf16"
+    method = (quantization.get("method") or "").lower()
+    bits = quantization.get("bits") or 16
+    if method in ("modelopt_fp4", "nvfp4") or "nvfp4" in (quantization.get("scheme") or ""):
+        return "nvfp4"
+    if method == "mxfp4":
+        return "mxfp4"
+    if bits <= 4:
+        return "w4a16"
+    if bits <= 8:
+        return "fp8"
+    return "bf16"
+
+
+# The matrix unit each family computes on, widest first where the device
+# lacks the narrow one (MXFP4 on Hopper runs through a BF16 kernel).
+_COMPUTE_DTYPES = {"bf16": "bf16", "fp8": "fp8", "w4a16": "bf16", "nvfp4": "fp4", "mxfp4": "fp4"}
+
+
+def family_peak(spec, family):
+    dtype = _COMPUTE_DTYPES[family]
+    if family == "mxfp4" and "fp4" not in spec["tflops"]:
+        dtype = "bf16"
+    return peak_tflops(spec, dtype) * 1e12
+
+
+class _Part(object):
+    """Bytes and FLOPs per token of one weight family on one GPU."""
+
+    def __init__(self):
+        self.bytes = {}
+        self.elements = {}
+
+    def add(self, family, nbytes, elements):
+        self.bytes[family] = self.bytes.get(family, 0.0) + nbytes
+        self.elements[family] = self.elements.get(family, 0.0) + elements
+
+
+def _linear(model, layer, part, elements, module):
+    quant = model.get("quantization")
+    quantized = is_quantized(quant, "model.layers.%d.%s" % (layer, module))
+    family = kernel_family(quant) if quantized else "bf16"
+    per_element = weight_bytes_per_element(quant) if quantized else UNQUANTIZED_BYTES
+    part.add(family, elements * per_element, elements)
+
+
+def layer_profile(model, plan, layer):
+    """One decoder layer on the busiest GPU: the dense part read every step,
+    and, for MoE layers, one expert's bytes and elements and how the experts
+    are spread (``ep`` ranks holding whole experts, or slices over ``moe_tp``)."""
+    tp = plan["tp"]
+    hidden = model["hidden_size"]
+    dense = _Part()
+    for _name, elements, module in attention_parts(model, tp):
+        _linear(model, layer, dense, elements, module)
+    is_moe = bool(model.get("num_experts")) and layer >= (model.get("first_k_dense") or 0)
+    profile = {"dense": dense, "moe": None}
+    if not is_moe:
+        _linear(model, layer, dense, 3 * hidden * model["intermediate_size"] / tp, "mlp.gate_up_proj")
+        return profile
+    shared = model.get("shared_expert_intermediate_size") or 0
+    if shared:
+        _linear(model, layer, dense, 3 * hidden * shared / tp, "mlp.shared_experts.gate_up_proj")
+    dense.add("bf16", hidden * model["num_experts"] * UNQUANTIZED_BYTES, hidden * model["num_experts"])
+    expert = _Part()
+    _linear(model, layer, expert, 3 * hidden * model["moe_intermediate_size"], "mlp.experts.0.gate_up_proj")
+    ranks = tp * plan["dp"]
+    use_ep = bool(plan["ep"]) and ranks > 1
+    profile["moe"] = {"expert": expert, "experts": model["num_experts"], "top_k": model["num_experts_per_tok"],
+                      "ep": ranks if use_ep else 1, "moe_tp": 1 if use_ep else ranks}
+    return profile
+
+
+def stage_profiles(model, plan, signatures):
+    """Per pipeline stage: [(layer profile, how many layers share it)], and the lm_head on the last stage."""
+    layers = stage_layers(model["num_hidden_layers"], plan["pp"])
+    cache = {}
+    stages = []
+    start = 0
+    for count in layers:
+        groups = {}
+        for layer in range(start, start + count):
+            signature = signatures[layer]
+            if signature not in cache:
+                cache[signature] = layer_profile(model, plan, layer)
+            groups[signature] = groups.get(signature, 0) + 1
+        stages.append([(cache[signature], n) for signature, n in groups.items()])
+        start += count
+    return stages
+
+
+def expected_max_poisson(mean, ranks, cap):
+    """E[max] of ``ranks`` Poisson(``mean``) loads capped at ``cap``: the
+    busiest expert-parallel rank's count of touched experts."""
+    if ranks <= 1 or mean <= 0:
+        return min(mean, cap)
+    total = 0.0
+    term = math.exp(-mean)
+    cdf = term
+    m = 0
+    upper = int(min(cap, mean + 12 * math.sqrt(mean) + 12))
+    while m < upper:
+        total += 1.0 - cdf ** ranks
+        m += 1
+        term *= mean / m
+        cdf = min(1.0, cdf + term)
+    return min(total, cap)
+
+
+def moe_work(moe, tokens):
+    """(bytes per family, FLOPs per family) one MoE layer costs the busiest GPU for ``tokens`` routed tokens."""
+    experts, k, ep, moe_tp = moe["experts"], moe["top_k"], moe["ep"], moe["moe_tp"]
+    share_touched = 1.0 - (1.0 - float(k) / experts) ** max(tokens, 0)
+    expert = moe["expert"]
+    if ep > 1:
+        held = experts / float(ep)
+        touched = expected_max_poisson(held * share_touched, ep, held)
+        mean_tokens = tokens * k / float(ep)
+        busiest_tokens = mean_tokens + math.sqrt(mean_tokens) if mean_tokens else 0.0
+        byte_scale, flop_tokens = touched, busiest_tokens
+    else:
+        byte_scale = experts * share_touched / moe_tp
+        flop_tokens = tokens * k / float(moe_tp)
+    nbytes = dict((family, value * byte_scale) for family, value in expert.bytes.items())
+    flops = dict((family, 2.0 * value * flop_tokens) for family, value in expert.elements.items())
+    return nbytes, flops
+
+
+def roofline_s(nbytes, flops, spec, bandwidth_efficiency, compute_efficiency):
+    """Seconds of work per family: the larger of its bytes over the achievable
+    bandwidth and its FLOPs over the achievable matrix rate, summed over families."""
+    total = 0.0
+    bandwidth = spec["memory_bandwidth_gbs"] * 1e9
+    for family in set(nbytes) | set(flops):
+        memory = nbytes.get(family, 0.0) / (bandwidth * bandwidth_efficiency[family])
+        compute = flops.get(family, 0.0) / (family_peak(spec, family) * compute_efficiency[family])
+        total += max(memory, compute)
+    return total
+
+
+def _attention_dims(model):
+    """(query-key width, value width) per head, and heads, as attention reads them."""
+    mla = model.get("mla")
+    if mla:
+        return mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"], mla["v_head_dim"]
+    return model["head_dim"], model["head_dim"]
+
+
+class StepModel(object):
+    """Step times of one engine of ``plan`` on ``spec`` (seconds; parts in ``last_parts``)."""
+
+    def __init__(self, model, plan, spec, link, stages, kv_bytes_per_token, eager=False, measured_allreduce_us=None,
+                 calibration=None):
+        self.model, self.plan, self.spec, self.link = model, plan, spec, link
+        self.stages = stages
+        # kv_bytes_per_token covers the largest stage's layers; per layer here.
+        self.kv_bytes_per_layer = kv_bytes_per_token / float(max(sum(n for _p, n in stage) for stage in stages))
+        self.eager = eager or not spec.get("cuda_graphs", True)
+        self.measured = measured_allreduce_us
+        ratios = (calibration or {}).get("ratios") or {}
+        self.ratio_base = ratios.get("step_fixed", 1.0)
+        self.ratio_growth = ratios.get("step_per_seq", 1.0)
+        self.ratio_prefill = ratios.get("prefill", 1.0)
+        self.allreduce_sources = set()
+        hidden = model["hidden_size"]
+        self.lm_head_elements = padded_vocab(model["vocab_size"], plan["tp"]) * hidden / plan["tp"]
+        self.hidden = hidden
+
+    # -- communication ------------------------------------------------------
+    def _allreduce_s(self, world, nbytes):
+        value, source = allreduce_us(world, nbytes, self.spec, self.link, self.measured)
+        if world > 1:
+            self.allreduce_sources.add(source)
+        return value * 1e-6
+
+    def comm_s(self, stage, tokens):
+        """TP all-reduces (two per layer), MoE dispatch/combine across DP ranks, per stage."""
+        plan = self.plan
+        message = tokens * self.hidden * UNQUANTIZED_BYTES
+        layers = sum(n for _profile, n in stage)
+        moe_layers = sum(n for profile, n in stage if profile["moe"])
+        total = 2 * layers * self._allreduce_s(plan["tp"], message) if plan["tp"] > 1 else 0.0
+        if moe_layers and plan["dp"] > 1:
+            total += 2 * moe_layers * self._allreduce_s(plan["tp"] * plan["dp"], message * plan["dp"])
+        return total
+
+    # -- one stage's compute and memory -------------------------------------
+    def _floor_s(self, stage, mode):
+        layers = sum(n for _profile, n in stage)
+        moe_layers = sum(n for profile, n in stage if profile["moe"])
+        return (layers * LAYER_FLOOR_US[mode] + moe_layers * MOE_LAYER_FLOOR_US[mode]) * 1e-6
+
+    def _weights_s(self, stage, tokens, logits, efficiency):
+        """Weights of one stage for ``tokens`` tokens, ``logits`` of which go through the lm_head (last stage)."""
+        nbytes, flops = {}, {}
+        for profile, n in stage:
+            parts = [(profile["dense"].bytes, dict((f, 2.0 * e * tokens) for f, e in profile["dense"].elements.items()))]
+            if profile["moe"]:
+                parts.append(moe_work(profile["moe"], tokens * self.plan["dp"]))
+            for part_bytes, part_flops in parts:
+                for family, value in part_bytes.items():
+                    nbytes[family] = nbytes.get(family, 0.0) + n * value
+                for family, value in part_flops.items():
+                    flops[family] = flops.get(family, 0.0) + n * value
+        if logits:
+            nbytes["bf16"] = nbytes.get("bf16", 0.0) + self.lm_head_elements * UNQUANTIZED_BYTES
+            flops["bf16"] = flops.get("bf16", 0.0) + 2.0 * self.lm_head_elements * logits
+        return roofline_s(nbytes, flops, self.spec, BANDWIDTH_EFFICIENCY, efficiency)
+
+    def _attention_s(self, stage, queries, context):
+        """Attention of ``queries`` tokens over ``context`` cached tokens each: KV bytes against FLOPs."""
+        layers = sum(n for _profile, n in stage)
+        qk, v = _attention_dims(self.model)
+        heads = self.model["num_attention_heads"] / float(self.plan["tp"])
+        flops = 2.0 * queries * context * heads * (qk + v) * layers
+        kv_bytes = self.kv_bytes_per_layer * layers * context * queries
+        memory = kv_bytes / (self.spec["memory_bandwidth_gbs"] * 1e9 * KV_BANDWIDTH_EFFICIENCY)
+        compute = flops / (peak_tflops(self.spec, "bf16") * 1e12 * ATTENTION_COMPUTE_EFFICIENCY)
+        return memory, compute
+
+    def _mode(self, batch):
+        if self.eager:
+            return "eager"
+        return "graph" if batch <= MAX_CUDAGRAPH_BATCH else "eager"
+
+    # -- decode -------------------------------------------------------------
+    def decode_parts(self, batch, context):
+        """Seconds of one decode step with ``batch`` sequences of ``context`` tokens: base (what a single sequence
+        pays) and growth (what the extra sequences add), for calibration."""
+        base = self._decode_s(1, context)
+        total = self._decode_s(batch, context) if batch > 1 else base
+        return base, max(total - base, 0.0)
+
+    def _decode_s(self, batch, context):
+        return sum(self.decode_breakdown(batch, context).values())
+
+    def decode_breakdown(self, batch, context):
+        """Seconds of one decode step by term: fixed, floors, weights, kv (attention), communication, pipeline."""
+        pp = self.plan["pp"]
+        micro = int(math.ceil(batch / float(pp))) if batch >= pp else batch
+        mode = self._mode(micro)
+        terms = {"fixed": STEP_FIXED_MS[mode] * 1e-3 + PER_SEQUENCE_US * 1e-6 * batch,
+                 "floors": 0.0, "weights": 0.0, "attention": 0.0, "communication": 0.0}
+        stage_s = []
+        for index, stage in enumerate(self.stages):
+            memory, compute = self._attention_s(stage, micro, context)
+            parts = {"floors": self._floor_s(stage, mode),
+                     "weights": self._weights_s(stage, micro, micro if index == pp - 1 else 0, COMPUTE_EFFICIENCY),
+                     "attention": max(memory, compute), "communication": self.comm_s(stage, micro)}
+            stage_s.append(sum(parts.values()))
+            for key, value in parts.items():
+                terms[key] += value
+        send = p2p_us(micro * self.hidden * UNQUANTIZED_BYTES, self.spec) * 1e-6 if pp > 1 else 0.0
+        serial = sum(stage_s) + (pp - 1) * send
+        pipelined = max(serial, pp * max(stage_s)) if batch >= pp else serial
+        # Pipeline parallel: the sends between stages, and the stages a
+        # microbatch waits for when the slowest one sets the pace.
+        terms["pipeline"] = pipelined - sum(stage_s)
+        return terms
+
+    def tpot_s(self, batch, context):
+        base, growth = self.decode_parts(batch, context)
+        return self.ratio_base * base + self.ratio_growth * growth
+
+    # -- prefill ------------------------------------------------------------
+    def prefill_s(self, tokens, prompt_len, chunk):
+        """Seconds to prefill ``tokens`` prompt tokens (prompts of ``prompt_len``) in chunks of ``chunk``."""
+        if tokens <= 0:
+            return 0.0
+        full, rest = divmod(int(tokens), int(chunk))
+        total = full * self._prefill_chunk_s(chunk, prompt_len) if full else 0.0
+        if rest:
+            total += self._prefill_chunk_s(rest, prompt_len)
+        return total * self.ratio_prefill
+
+    def _prefill_chunk_s(self, size, prompt_len):
+        mode = "eager" if self.eager else "graph"
+        prompts = max(1, int(math.ceil(size / float(prompt_len))))
+        total = STEP_FIXED_MS[mode] * 1e-3
+        for index, stage in enumerate(self.stages):
+            _memory, compute = self._attention_s(stage, size, prompt_len / 2.0)
+            logits = prompts if index == len(self.stages) - 1 else 0
+            total += (self._floor_s(stage, mode) + self._weights_s(stage, size, logits, COMPUTE_EFFICIENCY)
+                      + compute + self.comm_s(stage, size))
+        return total
+
+
+# ---------------------------------------------------------------------------
+# Concurrency levels
+# ---------------------------------------------------------------------------
+
+def scheduler_limits(gpu_memory_gib, workload):
+    """vLLM's max_num_seqs and max_num_batched_tokens for the GPU size, or the workload's own."""
+    size = "large" if gpu_memory_gib >= LARGE_GPU_GIB else "small"
+    limits = dict(SCHEDULER_DEFAULTS[size])
+    for key in ("max_num_seqs", "max_num_batched_tokens"):
+        if workload.get(key):
+            limits[key] = workload[key]
+    return limits
+
+
+def sequences_that_fit(kv_tokens, input_len, output_len):
+    """Sequences of ``input_len + output_len`` tokens the KV cache holds at once (whole 16-token blocks each)."""
+    blocks = int(math.ceil((input_len + output_len) / float(KV_BLOCK_TOKENS)))
+    return int(kv_tokens // (blocks * KV_BLOCK_TOKENS))
+
+
+def level(step, concurrency, dp, workload, capacity, limits):
+    """The figures of one closed-loop concurrency level."""
+    input_len, output_len = workload["input_len"], workload["output_len"]
+    per_engine = int(math.ceil(concurrency / float(dp)))
+    busy_engines = min(concurrency, dp)
+    running = min(per_engine, capacity)
+    if running < 1:
+        return {"concurrency": concurrency, "output_tokens_per_s": 0.0, "tpot_ms": None, "ttft_ms": None,
+                "ttft_p99_ms": None, "running": 0, "limited_by": "kv_cache", "parts": None}
+    context = input_len + output_len / 2.0
+    base, growth = step.decode_parts(running, context)
+    tpot = step.ratio_base * base + step.ratio_growth * growth
+    prefill_raw = step.prefill_s(running * input_len, input_len, limits["max_num_batched_tokens"]) / step.ratio_prefill
+    prefill = prefill_raw * step.ratio_prefill
+    wave = prefill + (output_len - 1) * tpot
+    waves_waited = per_engine / float(running) - 1.0
+    ttft = waves_waited * wave + prefill * (0.5 + 0.5 / running)
+    ttft_p99 = (math.ceil(per_engine / float(running)) - 1) * wave + prefill
+    if per_engine > running:
+        limited_by = "max_num_seqs" if running == limits["max_num_seqs"] else "kv_cache"
+    else:
+        limited_by = "batch" if step.ratio_growth * growth > step.ratio_base * base else "latency"
+    return {
+        "concurrency": concurrency,
+        "output_tokens_per_s": round(busy_engines * running * output_len / wave, 1),
+        "tpot_ms": round(tpot * 1e3, 3),
+        "ttft_ms": round(ttft * 1e3, 1),
+        "ttft_p99_ms": round(ttft_p99 * 1e3, 1),
+        "user_tokens_per_s": round(1.0 / tpot, 1),
+        "running": running,
+        "limited_by": limited_by,
+        # Uncalibrated parts, for calibration_from_levels.
+        "parts": {"tpot_base_ms": round(base * 1e3, 4), "tpot_growth_ms": round(growth * 1e3, 4),
+                  "prefill_ms": round(prefill_raw * 1e3, 3), "ttft_service_ms": round(prefill * (0.5 + 0.5 / running) * 1e3, 3)},
+    }
+
+
+def meets(level_figures, constraints):
+    """Whether a level meets the user's TTFT and per-user speed bounds."""
+    if not level_figures["running"]:
+        return False
+    bound = constraints.get("ttft_p99_ms")
+    if bound is not None and level_figures["ttft_p99_ms"] > bound:
+        return False
+    speed = constraints.get("min_user_tokens_per_s")
+    return speed is None or level_figures["user_tokens_per_s"] >= speed
+
+
+def summarize_levels(levels, constraints):
+    """Peak output tok/s over the levels meeting the constraints, and the first level within 5 % of it."""
+    allowed = [figures for figures in levels if meets(figures, constraints)]
+    if not allowed:
+        return None, None
+    peak = max(figures["output_tokens_per_s"] for figures in allowed)
+    saturation = min(figures["concurrency"] for figures in allowed
+                     if figures["output_tokens_per_s"] >= SATURATION_SHARE * peak)
+    return peak, saturation
+
+
+# ---------------------------------------------------------------------------
+# The estimate of one plan
+# ---------------------------------------------------------------------------
+
+def estimate_plan(model, plan, signatures, spec_name, spec, link, kv_bytes_per_token, kv_tokens, gpu_memory_gib,
+                  workload=None, constraints=None, calibration=None, measured_allreduce_us=None, eager=False):
+    """Single stream, concurrency levels, peak and the basis of every figure for one plan."""
+    workload = dict(DEFAULT_WORKLOAD, **(workload or {}))
+    constraints = constraints or {}
+    step = StepModel(model, plan, spec, link, stage_profiles(model, plan, signatures), kv_bytes_per_token,
+                     eager=eager, measured_allreduce_us=measured_allreduce_us, calibration=calibration)
+    limits = scheduler_limits(gpu_memory_gib, workload)
+    capacity = min(limits["max_num_seqs"], sequences_that_fit(kv_tokens, workload["input_len"], workload["output_len"]))
+    levels = [level(step, concurrency, plan["dp"], workload, capacity, limits)
+              for concurrency in sorted(set(workload["concurrency"]))]
+    peak, saturation = summarize_levels(levels, constraints)
+    # Single-stream speed is a property of the plan, whether or not the cache holds this workload.
+    single = level(step, 1, 1, workload, 1, limits)
+    context = workload["input_len"] + workload["output_len"] / 2.0
+    breakdown = step.decode_breakdown(1, context)
+    tpot = single["tpot_ms"]
+    return {
+        "decode_tokens_per_s": round(1000.0 / tpot, 1) if tpot else None,
+        "ms_per_token": tpot,
+        "single_stream_meets_constraints": meets(single, constraints),
+        "levels": levels,
+        "peak_output_tokens_per_s": peak,
+        "saturation_concurrency": saturation,
+        "max_running": capacity * plan["dp"],
+        "basis": _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration),
+    }
+
+
+def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration):
+    per_call = allreduce_us(step.plan["tp"], step.hidden * UNQUANTIZED_BYTES, spec, link, step.measured)[0]
+    sources = sorted(step.allreduce_sources) or ["none"]
+    return {
+        "gpu": spec_name,
+        "gpu_source": spec.get("source", ""),
+        "memory_bandwidth_gbs": spec["memory_bandwidth_gbs"],
+        "tflops": spec["tflops"],
+        "link": link,
+        "link_busbw_gbs": spec["link_busbw_gbs"],
+        "allreduce_source": ", ".join(sources),
+        "tp_allreduce_us": round(per_call, 3),
+        "cuda_graphs": not step.eager,
+        "bandwidth_efficiency": BANDWIDTH_EFFICIENCY,
+        "kv_bandwidth_efficiency": KV_BANDWIDTH_EFFICIENCY,
+        "compute_efficiency": COMPUTE_EFFICIENCY,
+        "step_fixed_ms": STEP_FIXED_MS,
+        "layer_floor_us": LAYER_FLOOR_US,
+        "moe_layer_floor_us": MOE_LAYER_FLOOR_US,
+        "per_sequence_us": PER_SEQUENCE_US,
+        "scheduler": limits,
+        "workload": {"input_len": workload["input_len"], "output_len": workload["output_len"]},
+        "calibration": calibration or None,
+        "single_stream_ms": dict((key, round(value * 1e3, 4)) for key, value in breakdown.items()),
+        "sources": CONSTANT_SOURCES,
+    }
+
+
+# ---------------------------------------------------------------------------
+# Calibration from a measured sweep
+# ---------------------------------------------------------------------------
+RATIO_BOUNDS = (0.05, 20.0)
+
+
+def _median(values):
+    values = sorted(values)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0
+
+
+def _figure(value, key="median"):
+    """A bench figure: a number, or a summary dict ({median, mean, p99, ...})."""
+    if isinstance(value, dict):
+        value = value.get(key, value.get("mean"))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    return float(value)
+
+
+def _clamp(ratio):
+    return min(max(ratio, RATIO_BOUNDS[0]), RATIO_BOUNDS[1])
+
+
+def _fit_tpot(pairs):
+    """(base ratio, growth ratio) minimising relative error of base * rb + growth * rg against measured TPOT."""
+    single = sum(m for m, _b, _g in pairs) / sum(b + g for _m, b, g in pairs)
+    if len(pairs) < 2 or not any(g > 0.05 * b for _m, b, g in pairs):
+        return single, single
+    # Weighted least squares, weight 1/m^2 (relative errors), two unknowns.
+    sbb = sum((b / m) ** 2 for m, b, g in pairs)
+    sgg = sum((g / m) ** 2 for m, b, g in pairs)
+    sbg = sum(b * g / m ** 2 for m, b, g in pairs)
+    sb1 = sum(b / m for m, b, g in pairs)
+    sg1 = sum(g / m for m, b, g in pairs)
+    det = sbb * sgg - sbg ** 2
+    if det <= 1e-12 * sbb * sgg:
+        return single, single
+    base = (sb1 * sgg - sg1 * sbg) / det
+    growth = (sg1 * sbb - sb1 * sbg) / det
+    if base <= 0 or growth <= 0:
+        return single, single
+    return base, growth
+
+
+def calibration_from_levels(estimate, measured_levels, source=None):
+    """Measured-against-predicted ratios per component from a bench sweep of
+    the same plan and workload: ``step_fixed`` (what one sequence's decode
+    step costs), ``step_per_seq`` (what more sequences add) and ``prefill``.
+
+    ``estimate`` is a plan's estimate from the planner (calibrated or not: its
+    uncalibrated parts are used); ``measured_levels`` the ``levels`` of
+    gauntlet.vllm.vllm_bench (concurrency, tpot_ms, ttft_ms). Levels the
+    estimate lacks, or without figures, are skipped; ValueError when none is left."""
+    predicted = dict((figures["concurrency"], figures) for figures in (estimate or {}).get("levels") or []
+                     if figures.get("parts"))
+    tpot_pairs, ttft_ratios = [], []
+    for measured in measured_levels or []:
+        figures = predicted.get(measured.get("concurrency")) if isinstance(measured, dict) else None
+        if not figures:
+            continue
+        tpot = _figure(measured.get("tpot_ms"))
+        if tpot:
+            tpot_pairs.append((tpot, figures["parts"]["tpot_base_ms"], figures["parts"]["tpot_growth_ms"]))
+        ttft = _figure(measured.get("ttft_ms"))
+        service = figures["parts"]["ttft_service_ms"]
+        if ttft and service and figures["limited_by"] in ("latency", "batch"):
+            ttft_ratios.append(ttft / service)
+    if not tpot_pairs:
+        raise ValueError("calibration: no measured level matches a predicted concurrency level with a TPOT figure "
+                         "(predicted levels: %s)" % (sorted(predicted) or "none"))
+    base, growth = _fit_tpot(tpot_pairs)
+    prefill = _median(ttft_ratios) if ttft_ratios else 1.0
+    return {
+        "ratios": {"step_fixed": round(_clamp(base), 4), "step_per_seq": round(_clamp(growth), 4),
+                   "prefill": round(_clamp(prefill), 4)},
+        "points": len(tpot_pairs),
+        "source": source or "measured sweep",
+    }
+
+
+def check_calibration(calibration):
+    """``calibration`` as calibration_from_levels returns it, checked; ValueError names the bad field."""
+    if calibration is None:
+        return None
+    if not isinstance(calibration, dict) or not isinstance(calibration.get("ratios"), dict):
+        raise ValueError("calibration must be a dict with a 'ratios' dict (as gauntlet.vllm.vllm_calibration returns), "
+                         "got %r" % (calibration,))
+    for key, value in calibration["ratios"].items():
+        if key not in ("step_fixed", "step_per_seq", "prefill"):
+            raise ValueError("calibration.ratios has unknown key %r (known: step_fixed, step_per_seq, prefill)" % (key,))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not RATIO_BOUNDS[0] <= value <= RATIO_BOUNDS[1]:
+            raise ValueError("calibration.ratios.%s must be a number from %s to %s, got %r" % (key, RATIO_BOUNDS[0],
+                                                                                               RATIO_BOUNDS[1], value))
+    return calibration
