@@ -10,8 +10,11 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import shutil
 import subprocess
+
+import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MINIMAX = os.path.join(ROOT, "tests", "unit", "fixtures", "model_configs", "MiniMaxAI--MiniMax-M2.5.json")
@@ -26,9 +29,10 @@ PLAYBOOK = """
         vllm_preflight_model: {model}
         vllm_preflight_vllm_version: "0.28.0"
         vllm_preflight_gpus: 8
-        vllm_preflight_gpu_memory_gib: 89.4
+        vllm_preflight_gpu_memory_gib: 95.6
         vllm_preflight_max_model_len: 32768
         vllm_preflight_plan: {plan}
+        vllm_preflight_allreduce_probe: false
   post_tasks:
     - name: Reached only when the plan passed
       ansible.builtin.copy:
@@ -68,3 +72,92 @@ def test_no_plan_takes_the_recommendation(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
     args = json.loads(marker.read_text())
     assert args[:1] == ["--tensor-parallel-size"]
+
+
+# The all-reduce probe (tasks_from allreduce_probe, which vllm_deploy runs before it plans). A fake
+# "Python" stands in for the vLLM venv's: it logs each launch and answers like the probe's worker.
+FAKE_PYTHON = """#!/usr/bin/env python3
+import json, sys
+args = sys.argv[2:]
+world = int(args[args.index("--world") + 1])
+sizes = [int(size) for size in args[args.index("--sizes") + 1].split(",")]
+with open(%r, "a") as log:
+    log.write("%%d\\n" %% world)
+print(json.dumps({"sum_ok": True, "torch": "fake", "nccl": "fake",
+                  "timings": [[size, 1e-5 * world + size / 1e11] for size in sizes]}))
+"""
+
+PROBE_PLAYBOOK = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role:
+        name: gauntlet.vllm.vllm_preflight
+        tasks_from: allreduce_probe
+      vars:
+        vllm_preflight_gpus: @GPUS@
+        vllm_preflight_allreduce_probe: @ENABLED@
+        vllm_preflight_allreduce_probe_python: "@PYTHON@"
+        vllm_preflight_allreduce_probe_cache: "@CACHE@"
+    - ansible.builtin.debug:
+        msg: "ALLREDUCE={{ vllm_preflight_allreduce | default({}) | to_json }}"
+"""
+
+
+def run_probe(tmp_path, gpus=8, enabled=True, check=False, version="0.28.0", broken=False):
+    launches = tmp_path / "launches.log"
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho 'NCCL error: unhandled system error' >&2\nexit 3\n" if broken
+                      else FAKE_PYTHON % str(launches))
+    python.chmod(0o755)
+    playbook = tmp_path / "probe.yml"
+    text = PROBE_PLAYBOOK.replace("@GPUS@", str(gpus)).replace("@ENABLED@", "true" if enabled else "false")
+    playbook.write_text(text.replace("@PYTHON@", str(python)).replace("@CACHE@", str(tmp_path / "state" / "allreduce.json")))
+    command = [shutil.which("ansible-playbook"), str(playbook), "-e", "vllm_install_version=" + version]
+    assert command[0], "ansible-playbook is not on PATH: run through scripts/test.sh"
+    result = subprocess.run(command + (["--check"] if check else []), capture_output=True, text=True, cwd=ROOT,
+                            check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                                                  ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    assert result.returncode == 0, result.stdout[-3000:]
+    found = re.findall(r'"msg": ("ALLREDUCE=.*")', result.stdout)
+    measured = json.loads(json.loads(found[-1])[len("ALLREDUCE="):])
+    counts = launches.read_text().split() if launches.exists() else []
+    return measured, counts, result.stdout
+
+
+def test_probe_measures_once_records_it_on_the_host_and_later_runs_read_the_record(tmp_path):
+    measured, counts, dummy = run_probe(tmp_path)
+    assert counts == ["1", "2", "4", "8"]
+    assert sorted(measured["by_gpu_count"]) == ["1", "2", "4", "8"] and measured["backend"] == "nccl"
+    record = json.loads((tmp_path / "state" / "allreduce.json").read_text())
+    assert record["generator"] == "gauntlet.vllm.vllm_preflight" and record["allreduce_probe"] == measured
+    again, counts, dummy = run_probe(tmp_path)
+    assert again == measured and counts == ["1", "2", "4", "8"]  # nothing launched the second time
+    # Another vLLM release (another torch and NCCL) measures again.
+    dummy, counts, dummy = run_probe(tmp_path, version="0.32.0")
+    assert counts == ["1", "2", "4", "8"] * 2
+
+
+@pytest.mark.parametrize("case", [
+    {"gpus": 1}, {"gpus": 0}, {"enabled": False}, {"check": True}, {"version": "0.32.0+cpu"}])
+def test_probe_is_not_launched(tmp_path, case):
+    measured, counts, dummy = run_probe(tmp_path, **case)
+    assert measured == {} and counts == []
+    assert not (tmp_path / "state").exists()
+
+
+def test_a_foreign_file_at_the_record_path_is_left_alone(tmp_path):
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "allreduce.json").write_text("{}")
+    with pytest.raises(AssertionError) as failed:
+        run_probe(tmp_path)
+    assert "was not written by gauntlet.vllm.vllm_preflight" in str(failed.value)
+    assert (tmp_path / "state" / "allreduce.json").read_text() == "{}"
+
+
+def test_a_failed_probe_does_not_stop_the_play(tmp_path):
+    measured, counts, output = run_probe(tmp_path, gpus=2, broken=True)
+    assert measured == {}
+    assert "All-reduce measurement on localhost failed (the all-reduce probe on 1 GPUs failed (rc 3): NCCL error" in output
+    assert not (tmp_path / "state").exists()
