@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The vllm_deploy role's preflight, run by ansible-playbook on the controller: the plan is made for the
+entry's GPU subset (CUDA_VISIBLE_DEVICES), for the entry's objective and limits on the bench's workload, with
+the calibration given, and the verdict carries the planner's estimate and why."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MINIMAX = os.path.join(ROOT, "tests", "unit", "fixtures", "model_configs", "MiniMaxAI--MiniMax-M2.5.json")
+
+PLAYBOOK = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Plan
+      ansible.builtin.include_role:
+        name: gauntlet.vllm.vllm_deploy
+        tasks_from: preflight
+      vars:
+        vllm_deploy_model: minimax
+        vllm_deploy_vllm_version: "0.28.0"
+        vllm_deploy_gpus: 8
+        vllm_deploy_gpu_memory_gib: 95.6
+        vllm_deploy_allreduce_probe: false
+    - name: Show the verdict
+      ansible.builtin.debug:
+        msg: "VERDICT={{ vllm_deploy_plan_verdict | to_json }}"
+"""
+
+
+def run_preflight(tmp_path, entry=None, **extra):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(PLAYBOOK)
+    # The catalogue; the planner reads the model's config.json from the controller copy (source_dir).
+    extra_vars = dict({"vllm_deploy_models": {"minimax": dict({"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX,
+                                                                "max_model_len": 32768}, **(entry or {}))}},
+                      **extra)
+    command = [shutil.which("ansible-playbook"), str(playbook), "-e", json.dumps(extra_vars)]
+    assert command[0], "ansible-playbook is not on PATH: run through scripts/test.sh"
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                                     ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    found = re.findall(r'"msg": ("VERDICT=.*")', result.stdout)
+    verdict = json.loads(json.loads(found[-1])[len("VERDICT="):]) if found else None
+    return result, verdict
+
+
+def test_auto_on_a_gpu_subset_plans_for_the_subset_only(tmp_path):
+    result, verdict = run_preflight(tmp_path, {"plan": "auto", "gpus": "0,1,2,3"})
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert verdict["plan"]["gpus_used"] <= 4, verdict["plan_name"]
+    assert verdict["inputs"]["gpus"] == 4 and verdict["gpus"] == 4 and verdict["usable"] is True
+    assert verdict["entry"]["gpus"] == ["0", "1", "2", "3"]
+    # Without a subset the whole host is planned for, and a plan on all 8 GPUs is chosen.
+    result, verdict = run_preflight(tmp_path, {"plan": "auto"})
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert verdict["gpus"] == 8 and verdict["plan"]["gpus_used"] == 8, verdict["plan_name"]
+
+
+def test_a_configured_plan_wider_than_the_subset_is_rejected_by_name(tmp_path):
+    result, verdict = run_preflight(tmp_path, {"plan": {"tp": 8, "ep": True}, "gpus": [0, 1, 2, 3]})
+    assert result.returncode != 0
+    assert ("Not deploying minimax with plan TP8-EP: plan TP8-EP needs 8 GPUs, but the entry's gpus (0,1,2,3, its "
+            "CUDA_VISIBLE_DEVICES) give it 4.") in result.stdout
+    assert verdict is None
+    # Recorded only (the gauntlet's way): the verdict says so and is not usable.
+    result, verdict = run_preflight(tmp_path, {"plan": {"tp": 8, "ep": True}, "gpus": [0, 1, 2, 3]},
+                                    vllm_deploy_fail_on_invalid=False)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert verdict["usable"] is False and verdict["reason"].startswith("plan TP8-EP needs 8 GPUs")
+
+
+def test_a_subset_naming_a_gpu_the_host_lacks_is_an_error(tmp_path):
+    result, verdict = run_preflight(tmp_path, {"gpus": [0, 9]})
+    assert result.returncode != 0 and verdict is None
+    assert "vllm_deploy_models.minimax.gpus: '0,9' names GPU 9, but localhost has 8 (0 to 7)." in result.stdout
+
+
+def test_bad_objective_and_limits_are_named(tmp_path):
+    result, verdict = run_preflight(tmp_path, {"objective": "fastest", "ttft_p99_ms": -1, "min_user_tokens_per_s": "x"})
+    assert result.returncode != 0 and verdict is None
+    assert 'objective must be one of latency, throughput, throughput_per_gpu, got \\"fastest\\".' in result.stdout
+    assert "ttft_p99_ms must be a number of milliseconds, 0 or more (0: no limit), got -1." in result.stdout
+    assert 'min_user_tokens_per_s must be a number of tokens per second, 0 or more (0: no limit), got \\"x\\".' in result.stdout
+
+
+def test_the_objective_limits_workload_and_calibration_reach_the_planner(tmp_path):
+    calibration = {"ratios": {"step_fixed": 1.5, "step_per_seq": 1.2, "prefill": 0.8}, "points": 3, "source": "test"}
+    result, verdict = run_preflight(tmp_path, {"plan": "auto", "objective": "latency", "ttft_p99_ms": 5000},
+                                    vllm_bench_concurrency=[1, 8, 64], vllm_bench_input_len=256, vllm_bench_output_len=64,
+                                    vllm_deploy_calibration=calibration)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert verdict["objective"] == "latency" and verdict["calibration"] == calibration
+    assert [level["concurrency"] for level in verdict["estimate"]["levels"]] == [1, 8, 64]
+    assert verdict["score"] == verdict["plan"]["score"] and verdict["score"] > 0
+    assert verdict["why"] and verdict["ranking"][0] == verdict["plan_name"]
+    assert verdict["estimate"]["basis"]["calibration"] == calibration
+    # The default objective is throughput, for the bench role's default workload.
+    result, verdict = run_preflight(tmp_path, {"plan": "auto"})
+    assert verdict["objective"] == "throughput" and verdict["estimate"]["basis"]["calibration"] is None
+    assert [level["concurrency"] for level in verdict["estimate"]["levels"]] == [1, 8, 32, 128, 256, 1024]
