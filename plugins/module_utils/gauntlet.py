@@ -9,7 +9,9 @@ A candidate is a dict the ``vllm_gauntlet`` role records on the controller:
 - ``name``: the candidate's name; ``model``: its catalogue key; ``plan``: the plan's name (``TP8-EP``);
 - ``status``: ``measured`` (``result`` holds the ``vllm_bench`` result), ``skipped`` (the planner rejected
   the plan or it does not fit: ``reason`` holds vLLM's message) or ``failed`` (it was launched and did not
-  serve, or the sweep broke: ``reason``).
+  serve, or the sweep broke: ``reason``);
+- ``estimate`` (optional): the planner's estimate of its plan (``vllm_plan``'s ``plans[].estimate``), shown
+  beside the measured figures with the ratio measured / predicted (``prediction``).
 
 Two ways to rank, both over levels that completed every request:
 
@@ -85,6 +87,50 @@ def score(result, rank_by, budget=None):
             "reason": None}
 
 
+def _level_at(levels, concurrency):
+    for level in levels or []:
+        if isinstance(level, dict) and level.get("concurrency") == concurrency:
+            return level
+    return None
+
+
+def _ratio(measured, predicted):
+    if measured is None or not predicted:
+        return None
+    return round(float(measured) / float(predicted), 3)
+
+
+def prediction(candidate):
+    """The planner's figures for a candidate beside the measured ones.
+
+    Returns ``predicted_peak_output_tokens_per_s`` and ``predicted_c1_output_tokens_per_s`` (from
+    ``estimate``: its C=1 level, else its single-stream ``decode_tokens_per_s``), the measured
+    ``measured_c1_output_tokens_per_s``, and ``peak_ratio`` / ``c1_ratio`` (measured / predicted). Each is
+    None where the estimate or the measurement lacks it."""
+    estimate = candidate.get("estimate") if isinstance(candidate.get("estimate"), dict) else {}
+    result = (candidate.get("result") or {}) if candidate.get("status") == "measured" else {}
+    predicted_c1 = (_level_at(estimate.get("levels"), 1) or {}).get("output_tokens_per_s")
+    if predicted_c1 is None:
+        predicted_c1 = estimate.get("decode_tokens_per_s")
+    predicted_peak = estimate.get("peak_output_tokens_per_s")
+    measured_c1 = (_level_at(result.get("levels"), 1) or {}).get("output_tokens_per_s")
+    measured_peak = result.get("peak_output_tokens_per_s")
+    return {"predicted_peak_output_tokens_per_s": predicted_peak, "predicted_c1_output_tokens_per_s": predicted_c1,
+            "measured_c1_output_tokens_per_s": measured_c1, "peak_ratio": _ratio(measured_peak, predicted_peak),
+            "c1_ratio": _ratio(measured_c1, predicted_c1)}
+
+
+def predicted_points(candidate, metric="ttft_ms"):
+    """The estimate's levels as plot points: ``(concurrencies, output tok/s, metric ms)``, the latency None
+    where the estimate has no figure for ``metric`` (it predicts TTFT and TPOT, not ITL or E2E)."""
+    estimate = candidate.get("estimate") if isinstance(candidate.get("estimate"), dict) else {}
+    levels = sorted((level for level in estimate.get("levels") or []
+                     if isinstance(level, dict) and level.get("output_tokens_per_s") is not None),
+                    key=lambda level: level.get("concurrency") or 0)
+    latency = [level.get(metric) if isinstance(level.get(metric), (int, float)) else None for level in levels]
+    return [level["concurrency"] for level in levels], [level["output_tokens_per_s"] for level in levels], latency
+
+
 def rank(candidates, rank_by, budget=None, incumbent=None, min_gain_pct=0.0):
     """Every candidate with its score and rank (1 = winner; None when not ranked), best first, then the
     unranked in the order given. Ties go to the candidate listed first.
@@ -110,6 +156,7 @@ def rank(candidates, rank_by, budget=None, incumbent=None, min_gain_pct=0.0):
             raise GauntletError("candidates[%d] (%s): status '%s' is not one of %s"
                                 % (order, name, status, ", ".join(STATUSES)))
         row = dict(candidate, order=order)
+        row.update(prediction(candidate))
         if status == "measured":
             row.update(score(candidate.get("result"), rank_by, budget))
         else:
@@ -156,17 +203,19 @@ def markdown(title, ranking, rank_by, budget=None):
              "Ranked by %s. Winner: %s." % (figure, ("**%s** (%s, %s) with %.1f tok/s at C=%s" % (
                  best["name"], best.get("model"), best.get("plan"), best["score"], best["concurrency"]))
                  if best else "none (no candidate was measured within the rules)"), "",
-             "| rank | candidate | model | plan | status | %s | at C | peak tok/s | p99 TTFT ms at C | ready s | note |"
-             % figure,
-             "|---:|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+             "| rank | candidate | model | plan | status | %s | at C | peak tok/s | predicted peak | measured/predicted "
+             "| C=1 tok/s | predicted C=1 | C=1 measured/predicted | p99 TTFT ms at C | ready s | note |" % figure,
+             "|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for row in ranking:
         result = row.get("result") or {}
         at_level = [level for level in result.get("levels") or [] if level.get("concurrency") == row["concurrency"]]
         ttft = at_level[0]["ttft_ms"]["p99"] if at_level else None
         note = (row.get("reason") or "").replace("|", "\\|").replace("\n", " ")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             row["rank"] or "-", row["name"], row.get("model") or "-", row.get("plan") or "-", row["status"],
             _cell(row["score"]), row["concurrency"] or "-",
             _cell(result.get("peak_output_tokens_per_s") if row["status"] == "measured" else None),
-            _cell(ttft), _cell(row.get("time_to_ready_s")), note))
+            _cell(row.get("predicted_peak_output_tokens_per_s")), _cell(row.get("peak_ratio"), "%.2f"),
+            _cell(row.get("measured_c1_output_tokens_per_s")), _cell(row.get("predicted_c1_output_tokens_per_s")),
+            _cell(row.get("c1_ratio"), "%.2f"), _cell(ttft), _cell(row.get("time_to_ready_s")), note))
     return "\n".join(lines) + "\n"

@@ -16,8 +16,9 @@ description:
   - Takes every candidate of a gauntlet (measured with M(gauntlet.vllm.vllm_bench), skipped because the planner
     rejected its plan, or failed when launched) and ranks the measured ones by O(rank_by).
   - Writes, under O(output_dir), C(<name>.json) (the ranking with every candidate's sweep), C(<name>.md) (a table,
-    winner first, skipped and failed candidates with their reasons) and C(<name>.png) (output tok/s and the budgeted
-    latency against concurrency, one line per measured candidate).
+    winner first, skipped and failed candidates with their reasons, the planner's predicted figures beside the measured
+    ones) and C(<name>.png) (output tok/s and the budgeted latency against concurrency, one line per measured candidate
+    and a dashed one for its prediction).
   - A file whose content would not change is left alone, so a re-run of a finished gauntlet reports no change.
   - Meant to run on the controller (delegated to C(localhost)); the PNG needs matplotlib there.
   - The files are written mode 0640 and carry the marker C(gauntlet.vllm.vllm_gauntlet_report) (a C(generator) key,
@@ -35,6 +36,10 @@ options:
         registered M(gauntlet.vllm.vllm_bench) result, or its C(ansible_facts.vllm_bench)) when measured, or
         C(reason) otherwise. C(model), C(plan) and C(time_to_ready_s) are shown in the table when present; other
         keys are kept in the JSON.
+      - C(estimate) (optional) is the planner's estimate of the candidate's plan (M(gauntlet.vllm.vllm_plan)'s
+        C(plans[].estimate)); its peak and C=1 output tok/s are shown beside the measured ones with the ratio
+        measured / predicted, and its levels are drawn in the PNG as dashed lines with hollow markers. A candidate
+        without one shows C(-) there.
     type: list
     elements: dict
     required: true
@@ -152,6 +157,21 @@ ranking:
     reason:
       description: Why it is not ranked (vLLM's message for a skipped plan, the failure, or no level within budget).
       type: str
+    predicted_peak_output_tokens_per_s:
+      description: The planner's peak output tok/s for the candidate's plan (from its C(estimate)), or null.
+      type: float
+    predicted_c1_output_tokens_per_s:
+      description: The planner's output tok/s at concurrency 1 (its C=1 level, else its single-stream figure), or null.
+      type: float
+    measured_c1_output_tokens_per_s:
+      description: The measured output tok/s at concurrency 1, or null when the sweep has no such level.
+      type: float
+    peak_ratio:
+      description: Measured peak output tok/s divided by the predicted one, or null.
+      type: float
+    c1_ratio:
+      description: Measured C=1 output tok/s divided by the predicted one, or null.
+      type: float
 winner:
   description: The winning candidate's row of RV(ranking), or null when none was ranked.
   returned: always
@@ -184,6 +204,17 @@ except ImportError:
     plt = None
 
 
+def draw_predicted(throughput, latency, row, metric, color):
+    """The planner's estimate beside the measured line: same colour, dashed, hollow markers."""
+    xs, tok_s, latency_ms = gauntlet.predicted_points(row, metric)
+    if not xs:
+        return
+    style = dict(color=color, linestyle="--", marker="o", markerfacecolor="none", alpha=0.8)
+    throughput.plot(xs, tok_s, label="%s predicted" % row["name"], **style)
+    if any(value is not None for value in latency_ms):
+        latency.plot(xs, latency_ms, label="%s predicted" % row["name"], **style)
+
+
 def render_png(path, title, ranking, rank_by, budget):
     metric, statistic = ("ttft_ms", "p99")
     if rank_by == "output_tokens_per_s_within_latency_budget":
@@ -195,8 +226,9 @@ def render_png(path, title, ranking, rank_by, budget):
             continue
         label = "%s%s" % (row["name"], " (winner)" if row["rank"] == 1 else "")
         xs = [level["concurrency"] for level in levels]
-        throughput.plot(xs, [level["output_tokens_per_s"] for level in levels], "-o", label=label)
+        line = throughput.plot(xs, [level["output_tokens_per_s"] for level in levels], "-o", label=label)[0]
         latency.plot(xs, [(level.get(metric) or {}).get(statistic) for level in levels], "-o", label=label)
+        draw_predicted(throughput, latency, row, metric, line.get_color())
     if rank_by == "output_tokens_per_s_within_latency_budget":
         latency.axhline(budget["max_ms"], color="red", linestyle="--", label="budget")
     for axis, name, unit in ((throughput, "Output throughput", "tok/s"),
@@ -284,8 +316,9 @@ def main():
         render_png(files["png"], params["name"], ranking, params["rank_by"], budget)
         os.chmod(files["png"], report_files.REPORT_MODE)
         changed = True
-    # The sweeps stay in the JSON file; the returned ranking carries only the figures, to keep task output short.
-    summary = [dict((key, value) for key, value in row.items() if key != "result") for row in ranking]
+    # The sweeps and estimates stay in the JSON file; the returned ranking carries only the figures, to keep
+    # task output short.
+    summary = [dict((key, value) for key, value in row.items() if key not in ("result", "estimate")) for row in ranking]
     module.exit_json(changed=changed, ranking=summary, winner=summary[0] if best else None, markdown=text,
                      files=files)
 

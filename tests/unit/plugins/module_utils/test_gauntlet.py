@@ -123,3 +123,52 @@ def test_the_incumbent_must_be_a_candidate():
     with pytest.raises(gauntlet.GauntletError) as error:
         gauntlet.rank([STEADY], "peak_output_tokens_per_s", incumbent="original")
     assert str(error.value) == "incumbent: 'original' is not one of the candidates (steady)"
+
+
+def estimate(c1, peak, *levels):
+    return {"decode_tokens_per_s": c1 * 1.1, "peak_output_tokens_per_s": peak,
+            "levels": [{"concurrency": concurrency, "output_tokens_per_s": tok_s} for concurrency, tok_s in levels]}
+
+
+def table_rows(text):
+    header = [line for line in text.splitlines() if line.startswith("| rank")][0]
+    names = [cell.strip() for cell in header.strip("|").split("|")]
+    return [dict(zip(names, (cell.strip() for cell in line.strip("|").split("|"))))
+            for line in text.splitlines() if line.startswith("| ") and not line.startswith("| rank")]
+
+
+def test_predicted_figures_sit_beside_the_measured_ones_with_their_ratio():
+    steady = dict(STEADY, estimate=estimate(50, 1000, (1, 50), (64, 900), (256, 1000)))
+    ranking = gauntlet.rank([steady], "peak_output_tokens_per_s")
+    row = ranking[0]
+    assert (row["predicted_peak_output_tokens_per_s"], row["predicted_c1_output_tokens_per_s"]) == (1000, 50)
+    assert (row["measured_c1_output_tokens_per_s"], row["peak_ratio"], row["c1_ratio"]) == (40, 0.8, 0.8)
+    cells = table_rows(gauntlet.markdown("g", ranking, "peak_output_tokens_per_s"))[0]
+    assert (cells["peak tok/s"], cells["predicted peak"], cells["measured/predicted"]) == ("800.0", "1000.0", "0.80")
+    assert (cells["C=1 tok/s"], cells["predicted C=1"], cells["C=1 measured/predicted"]) == ("40.0", "50.0", "0.80")
+
+
+def test_without_a_c1_level_the_single_stream_estimate_is_the_c1_prediction():
+    row = gauntlet.prediction(dict(STEADY, estimate=estimate(40, 1000, (64, 900))))
+    assert row["predicted_c1_output_tokens_per_s"] == 44.0 and row["c1_ratio"] == round(40 / 44.0, 3)
+
+
+def test_a_candidate_without_an_estimate_shows_dashes_and_no_ratio():
+    skipped = {"name": "minimax-tp8", "status": "skipped", "reason": "vLLM would raise ValueError",
+               "estimate": estimate(30, 600, (1, 30))}
+    ranking = gauntlet.rank([STEADY, skipped], "peak_output_tokens_per_s")
+    assert ranking[0]["predicted_peak_output_tokens_per_s"] is None and ranking[0]["peak_ratio"] is None
+    assert ranking[0]["measured_c1_output_tokens_per_s"] == 40
+    steady, never_run = table_rows(gauntlet.markdown("g", ranking, "peak_output_tokens_per_s"))
+    assert (steady["predicted peak"], steady["measured/predicted"], steady["predicted C=1"]) == ("-", "-", "-")
+    assert steady["C=1 tok/s"] == "40.0"
+    # Predicted but never measured: the prediction shows, the measured figures and ratios do not.
+    assert (never_run["predicted peak"], never_run["measured/predicted"], never_run["C=1 tok/s"]) == ("600.0", "-", "-")
+
+
+def test_predicted_points_follow_the_estimate_levels_in_order():
+    candidate = {"estimate": {"levels": [{"concurrency": 16, "output_tokens_per_s": 400, "ttft_ms": 90.0, "tpot_ms": 30.0},
+                                         {"concurrency": 1, "output_tokens_per_s": 40, "ttft_ms": 20.0, "tpot_ms": 20.0}]}}
+    assert gauntlet.predicted_points(candidate, "ttft_ms") == ([1, 16], [40, 400], [20.0, 90.0])
+    assert gauntlet.predicted_points(candidate, "itl_ms") == ([1, 16], [40, 400], [None, None])
+    assert gauntlet.predicted_points({"name": "x"}) == ([], [], [])

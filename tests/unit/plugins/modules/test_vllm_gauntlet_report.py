@@ -106,3 +106,50 @@ def test_budget_ranking_draws_the_budget(run_module, tmp_path):
     assert [(row["name"], row["rank"]) for row in result["ranking"]] == [("moe", 1), ("llama", None), ("llama-ep", None)]
     assert result["ranking"][1]["reason"] == "no level keeps p99 TTFT within 40 ms (lowest: 50.0 ms)"
     assert "output tok/s with p99 TTFT <= 40 ms" in result["markdown"]
+
+
+def with_estimates():
+    rows = candidates()
+    rows[0]["estimate"] = {"decode_tokens_per_s": 70.0, "peak_output_tokens_per_s": 2500.0,
+                           "levels": [{"concurrency": 1, "output_tokens_per_s": 60.0, "ttft_ms": 20.0, "tpot_ms": 15.0},
+                                      {"concurrency": 64, "output_tokens_per_s": 2500.0, "ttft_ms": 80.0, "tpot_ms": 25.0}],
+                           "basis": {"calibration": None}}
+    return rows
+
+
+def test_predicted_figures_reach_the_table_and_the_ranking_but_not_the_estimate_itself(run_module, tmp_path):
+    result, failed = run_module(vllm_gauntlet_report.main, {"candidates": with_estimates(), "output_dir": str(tmp_path)})
+    assert not failed
+    llama = [row for row in result["ranking"] if row["name"] == "llama"][0]
+    assert llama["predicted_peak_output_tokens_per_s"] == 2500.0 and llama["predicted_c1_output_tokens_per_s"] == 60.0
+    assert "estimate" not in llama and "result" not in llama
+    moe = [row for row in result["ranking"] if row["name"] == "moe"][0]
+    assert moe["predicted_peak_output_tokens_per_s"] is None and moe["peak_ratio"] is None
+    with open(result["files"]["json"]) as handle:
+        recorded = json.load(handle)
+    recorded_llama = [row for row in recorded["ranking"] if row["name"] == "llama"][0]
+    assert recorded_llama["estimate"]["peak_output_tokens_per_s"] == 2500.0
+    assert llama["peak_ratio"] == round(recorded_llama["result"]["peak_output_tokens_per_s"] / 2500.0, 3)
+    assert llama["peak_ratio"] is not None
+    assert "| predicted peak | measured/predicted |" in result["markdown"]
+
+
+class FakeAxis(object):
+    def __init__(self):
+        self.calls = []
+
+    def plot(self, xs, ys, **style):
+        self.calls.append((xs, ys, style))
+
+
+def test_the_plot_draws_the_prediction_dashed_in_the_candidates_colour():
+    throughput, latency = FakeAxis(), FakeAxis()
+    vllm_gauntlet_report.draw_predicted(throughput, latency, with_estimates()[0], "ttft_ms", "C3")
+    assert [(xs, ys) for xs, ys, style in throughput.calls] == [([1, 64], [60.0, 2500.0])]
+    assert [(xs, ys) for xs, ys, style in latency.calls] == [([1, 64], [20.0, 80.0])]
+    style = throughput.calls[0][2]
+    assert (style["color"], style["linestyle"], style["markerfacecolor"], style["label"]) == ("C3", "--", "none", "llama predicted")
+    # No estimate, nothing drawn; a latency the planner does not predict (ITL) is left out.
+    vllm_gauntlet_report.draw_predicted(throughput, latency, candidates()[1], "ttft_ms", "C1")
+    vllm_gauntlet_report.draw_predicted(throughput, FakeAxis(), with_estimates()[0], "itl_ms", "C1")
+    assert len(throughput.calls) == 2 and len(latency.calls) == 1
