@@ -21,54 +21,59 @@ GIB = 1024 ** 3
 # NVML's own memory figure where one was read. Peaks are dense (no sparsity)
 # tensor-core rates in TFLOP/s; ``fp4`` is absent where the chip has no FP4
 # tensor cores (Hopper runs FP4 weights through a BF16 kernel).
-# ``link_busbw_gbs`` is the NCCL bus bandwidth of a large all-reduce over the
-# link, ``allreduce_latency_us`` the time of a small (decode-sized) one at 2
-# ranks and ``allreduce_latency_per_rank_us`` what each further rank adds.
+#
+# All-reduce figures by rank count come from NVIDIA aiconfigurator 0.12's
+# profiled databases (tests/unit/fixtures/perf/aiconfigurator-0.12.json):
+# ``nccl_us`` the time of a small (decode-sized, <= 8 KiB) NCCL all-reduce,
+# ``custom_us`` vLLM's custom all-reduce in a CUDA graph where vLLM enables
+# it, ``busbw_gbs`` NCCL's bus bandwidth on a 64 MiB all-reduce. Rank counts
+# between the table's rows are interpolated.
 GPU_SPECS = {
     "RTX PRO 6000": {
         # NVML reports 97,887 MiB on the Server Edition (issue 15; 95.6 GiB).
         "memory_gib": 97887 / 1024.0, "memory_bandwidth_gbs": 1792.0,
-        "tflops": {"bf16": 503.8, "fp8": 1007.6, "fp4": 2015.2},
-        "link": "pcie", "link_busbw_gbs": 22.0,
-        "allreduce_latency_us": 22.0, "allreduce_latency_per_rank_us": 9.0,
-        "custom_allreduce_us": 12.0,
+        "tflops": {"bf16": 467.8, "fp8": 935.6, "fp4": 1871.2},
+        "link": "pcie",
+        "allreduce": {"nccl_us": {2: 6.31, 4: 13.36, 8: 25.53}, "custom_us": {2: 4.17},
+                      "busbw_gbs": {2: 36.5, 4: 25.0, 8: 23.8}},
     },
     "H200": {
         "memory_gib": 150754820096 / float(GIB), "memory_bandwidth_gbs": 4800.0,
         "tflops": {"bf16": 989.0, "fp8": 1979.0},
-        "link": "nvlink", "link_busbw_gbs": 360.0,
-        "allreduce_latency_us": 14.0, "allreduce_latency_per_rank_us": 2.5,
-        "custom_allreduce_us": 7.0,
+        "link": "nvlink",
+        "allreduce": {"nccl_us": {2: 6.17, 4: 9.76, 8: 16.59}, "custom_us": {2: 4.50, 4: 4.56, 8: 4.78},
+                      "busbw_gbs": {2: 274.0, 4: 312.0, 8: 367.0}},
     },
     "H100": {
         "memory_gib": 80.0e9 / GIB, "memory_bandwidth_gbs": 3350.0,
         "tflops": {"bf16": 989.0, "fp8": 1979.0},
-        "link": "nvlink", "link_busbw_gbs": 360.0,
-        "allreduce_latency_us": 14.0, "allreduce_latency_per_rank_us": 2.5,
-        "custom_allreduce_us": 7.0,
+        "link": "nvlink",
+        "allreduce": {"nccl_us": {2: 6.26, 4: 9.84, 8: 15.84}, "custom_us": {2: 4.21, 4: 4.58, 8: 4.65},
+                      "busbw_gbs": {2: 266.0, 4: 311.0, 8: 364.0}},
     },
     "B200": {
-        "memory_gib": 180.0e9 / GIB, "memory_bandwidth_gbs": 8000.0,
+        "memory_gib": 180.0e9 / GIB, "memory_bandwidth_gbs": 7700.0,
         "tflops": {"bf16": 2250.0, "fp8": 4500.0, "fp4": 9000.0},
-        "link": "nvlink", "link_busbw_gbs": 700.0,
-        "allreduce_latency_us": 12.0, "allreduce_latency_per_rank_us": 2.0,
-        "custom_allreduce_us": 6.0,
+        "link": "nvlink",
+        "allreduce": {"nccl_us": {2: 9.31, 4: 14.48, 8: 26.47}, "custom_us": {2: 7.0, 4: 7.07, 8: 7.46},
+                      "busbw_gbs": {2: 458.0, 4: 555.0, 8: 427.0}},
     },
 }
 DEFAULT_GPU = "RTX PRO 6000"
 
 SOURCES = {
-    "RTX PRO 6000": "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet (1,792 GB/s; 4 PFLOPS FP4 with sparsity, halved "
-                    "for dense and per data-type step); memory as NVML reports it (97,887 MiB, issue 15); PCIe all-reduce "
-                    "latency fitted to the reference box (docs/perf-model.md)",
-    "H200": "NVIDIA H200 datasheet (4.8 TB/s, 989 TFLOP/s dense BF16); memory as NVML reports it on the lent H200 "
-            "(tests/unit/fixtures/gpu/h200-1gpu.nvml.json)",
-    "H100": "NVIDIA H100 SXM datasheet (3.35 TB/s, 989 TFLOP/s dense BF16)",
-    "B200": "NVIDIA B200 datasheet (8 TB/s; 2.25 PFLOP/s dense BF16)",
+    "RTX PRO 6000": "memory as NVML reports it on the Server Edition (97,887 MiB, issue 15); bandwidth and peaks from "
+                    "aiconfigurator 0.12 systems/rtx_pro_6000_server.yaml (1,792 GB/s; 467.8 / 935.6 / 1871.2 TFLOP/s "
+                    "BF16 / FP8 / FP4); all-reduce from its profiled NCCL 2.29.2 database (PCIe, no NVLink)",
+    "H200": "memory as NVML reports it on the lent H200 (tests/unit/fixtures/gpu/h200-1gpu.nvml.json); 4.8 TB/s and "
+            "989 / 1979 TFLOP/s (datasheet, aiconfigurator h200_sxm); all-reduce from aiconfigurator's NCCL and vLLM "
+            "custom all-reduce databases",
+    "H100": "H100 SXM datasheet (3.35 TB/s, 989 TFLOP/s dense BF16); all-reduce from aiconfigurator h100_sxm",
+    "B200": "aiconfigurator 0.12 b200_sxm (7.7 TB/s, 2.25 PFLOP/s dense BF16); all-reduce from its databases",
 }
 
 DEVICE_SPEC_KEYS = ("name", "memory_gib", "memory_bandwidth_gbs", "tflops", "link", "link_busbw_gbs",
-                    "allreduce_latency_us", "allreduce_latency_per_rank_us", "custom_allreduce_us", "cuda_graphs")
+                    "allreduce_latency_us", "custom_allreduce_us", "cuda_graphs")
 LINKS = ("pcie", "nvlink")
 # vLLM's custom all-reduce (vllm/distributed/device_communicators/
 # custom_all_reduce.py) serves world sizes 2, 4, 6 and 8, only when the GPUs
@@ -133,7 +138,14 @@ def gpu_spec(gpu_name, device_spec=None):
     if device_spec:
         checked = check_device_spec(device_spec)
         name = checked.pop("name", None) or (gpu_name or name)
+        allreduce = dict(spec["allreduce"])
+        # A flat figure given by the caller stands for every rank count.
+        for key, table in (("allreduce_latency_us", "nccl_us"), ("custom_allreduce_us", "custom_us"),
+                           ("link_busbw_gbs", "busbw_gbs")):
+            if key in checked:
+                allreduce[table] = {2: checked.pop(key)}
         spec.update(checked)
+        spec["allreduce"] = allreduce
         spec["source"] = "device_spec given by the caller, over %s" % spec["source"]
     return name, spec
 
@@ -147,21 +159,44 @@ def peak_tflops(spec, dtype):
     return min(rates.values())
 
 
+def by_ranks(table, ranks):
+    """A per-rank-count figure, interpolated between (and held beyond) the table's rows."""
+    keys = sorted(table)
+    if ranks <= keys[0]:
+        return table[keys[0]]
+    if ranks >= keys[-1]:
+        return table[keys[-1]]
+    for low, high in zip(keys, keys[1:]):
+        if low <= ranks <= high:
+            return table[low] + (table[high] - table[low]) * (ranks - low) / float(high - low)
+    return table[keys[-1]]
+
+
 def uses_custom_allreduce(world_size, size_bytes, link):
     return (world_size in CUSTOM_ALLREDUCE_WORLD_SIZES and size_bytes <= CUSTOM_ALLREDUCE_MAX_BYTES
             and (link == "nvlink" or world_size == 2))
 
 
 def table_allreduce_us(world_size, size_bytes, spec, link):
-    """One all-reduce as vLLM runs it: its custom kernel where vLLM enables it
-    (a flat latency plus the bytes over the link), else NCCL's ring (a latency
-    growing with the ranks plus 2 (n - 1) / n of the message at bus bandwidth)."""
+    """One all-reduce as vLLM runs it: its custom kernel where vLLM enables it,
+    else NCCL; a latency by rank count plus 2 (n - 1) / n of the message at
+    the bus bandwidth."""
     if world_size < 2:
         return 0.0
-    wire = 2.0 * (world_size - 1) / world_size * size_bytes / (spec["link_busbw_gbs"] * 1e3)
-    if uses_custom_allreduce(world_size, size_bytes, link):
-        return spec["custom_allreduce_us"] + wire
-    return spec["allreduce_latency_us"] + spec["allreduce_latency_per_rank_us"] * (world_size - 2) + wire
+    table = spec["allreduce"]
+    wire = 2.0 * (world_size - 1) / world_size * size_bytes / (by_ranks(table["busbw_gbs"], world_size) * 1e3)
+    if table.get("custom_us") and uses_custom_allreduce(world_size, size_bytes, link):
+        return by_ranks(table["custom_us"], world_size) + wire
+    return by_ranks(table["nccl_us"], world_size) + wire
+
+
+def collective_us(world_size, size_bytes, spec):
+    """One NCCL all-gather or reduce-scatter of ``size_bytes`` in all (the MoE dispatch and combine of DP ranks)."""
+    if world_size < 2:
+        return 0.0
+    table = spec["allreduce"]
+    wire = (world_size - 1.0) / world_size * size_bytes / (by_ranks(table["busbw_gbs"], world_size) * 1e3)
+    return by_ranks(table["nccl_us"], world_size) + wire
 
 
 def allreduce_us(world_size, size_bytes, spec, link, measured=None):
@@ -177,5 +212,6 @@ def allreduce_us(world_size, size_bytes, spec, link, measured=None):
 
 
 def p2p_us(size_bytes, spec):
-    """One pipeline send/recv of ``size_bytes`` between neighbouring stages."""
-    return spec["custom_allreduce_us"] + size_bytes / (spec["link_busbw_gbs"] * 1e3)
+    """One pipeline send/recv of ``size_bytes`` between neighbouring stages: the 2-rank NCCL latency plus the bytes."""
+    table = spec["allreduce"]
+    return table["nccl_us"][min(table["nccl_us"])] + size_bytes / (by_ranks(table["busbw_gbs"], 2) * 1e3)

@@ -38,6 +38,7 @@ import math
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
     allreduce_us,
+    collective_us,
     p2p_us,
     peak_tflops,
 )
@@ -51,44 +52,70 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
 )
 
 # ---------------------------------------------------------------------------
-# Calibrated constants (docs/perf-model.md "Calibration"): each is fitted to
-# the H200 recordings in tests/unit/fixtures/perf/ and the public points in
-# vllm_perf_points.py; CONSTANT_SOURCES says which.
+# Calibrated constants (docs/perf-model.md "Calibration"): CONSTANT_SOURCES
+# says what each was read or fitted from.
 # ---------------------------------------------------------------------------
 # Share of the memory bandwidth a decode kernel reaches while streaming
 # weights of each kernel family, and while reading the KV cache.
-BANDWIDTH_EFFICIENCY = {"bf16": 0.80, "fp8": 0.76, "w4a16": 0.62, "nvfp4": 0.50, "mxfp4": 0.55}
+BANDWIDTH_EFFICIENCY = {"bf16": 0.79, "fp8": 0.77, "w4a16": 0.72, "nvfp4": 0.55, "mxfp4": 0.60}
 KV_BANDWIDTH_EFFICIENCY = 0.65
 # Share of the matrix peak a large GEMM reaches (prefill, large batches).
-COMPUTE_EFFICIENCY = {"bf16": 0.62, "fp8": 0.55, "w4a16": 0.40, "nvfp4": 0.40, "mxfp4": 0.35}
+COMPUTE_EFFICIENCY = {"bf16": 0.70, "fp8": 0.65, "w4a16": 0.45, "nvfp4": 0.55, "mxfp4": 0.40}
 ATTENTION_COMPUTE_EFFICIENCY = 0.45
-# Fixed costs of a decode step (ms) and of each layer (us), with CUDA graphs
-# and eager; MoE layers add their routing and grouped-GEMM kernels.
-STEP_FIXED_MS = {"graph": 1.2, "eager": 4.0}
-LAYER_FLOOR_US = {"graph": 14.0, "eager": 110.0}
-MOE_LAYER_FLOOR_US = {"graph": 38.0, "eager": 160.0}
-# Per sequence and step: sampling, detokenisation and output processing.
-PER_SEQUENCE_US = 6.0
+# Kernel floors: a GEMM takes at least GEMM_FLOOR_US however few bytes it
+# moves, any other kernel (norm, rotary, activation, routing) KERNEL_US, the
+# attention kernel ATTENTION_FLOOR_US, and an MoE layer's grouped GEMMs
+# (with their alignment and sum kernels) MOE_FLOOR_US by kernel family.
+GEMM_FLOOR_US = 6.0
+KERNEL_US = 2.5
+ATTENTION_FLOOR_US = 8.0
+MOE_FLOOR_US = {"bf16": 25.0, "fp8": 30.0, "w4a16": 28.0, "nvfp4": 85.0, "mxfp4": 40.0}
+# Without CUDA graphs every kernel is launched from Python: each costs this
+# much more (torch dispatch and launch).
+EAGER_KERNEL_US = 18.0
+# A decode step's fixed GPU-side cost (input preparation, sampling) and the
+# CPU scheduler's cost per step and per running sequence. With async
+# scheduling (vLLM's default) the CPU work overlaps the GPU's; a DP > 1
+# deployment synchronises its ranks every step (an all-reduce of their token
+# counts, vllm/v1/worker/dp_utils.py coordinate_batch_across_dp, with a GPU
+# to CPU copy) and pipeline parallel runs without async scheduling, so there
+# the CPU work adds to the step.
+STEP_FIXED_MS = 0.6
+CPU_STEP_MS = 1.5
+CPU_PER_SEQUENCE_US = 12.0
+# What a request costs before its prefill: API server, tokenisation, queue.
+REQUEST_OVERHEAD_MS = 8.0
 
 CONSTANT_SOURCES = {
-    "bandwidth_efficiency": "fitted: H200 vLLM 0.24 recordings (tests/unit/fixtures/perf/) and public points",
-    "compute_efficiency": "fitted: H200 GEMM recordings (tests/unit/fixtures/perf/h200-micro.json)",
-    "step_fixed_ms": "fitted: H200 vLLM 0.24 decode steps of a dense 8B model, CUDA graphs and eager",
-    "layer_floor_us": "fitted: H200 vLLM 0.24 decode steps at batch 1 (dense and MoE models)",
-    "per_sequence_us": "fitted: H200 vLLM 0.24 decode step growth with batch size",
+    "bandwidth_efficiency": "aiconfigurator 0.12 GEMM databases at M=1 (bf16 79 % of 1,792 GB/s on SM120); "
+                            "fitted to the H200 vLLM 0.24 recordings and the public points (docs/perf-model.md)",
+    "compute_efficiency": "aiconfigurator 0.12 GEMM databases at M=2048 (bf16 296-403 of 467.8 TFLOP/s on SM120); "
+                          "H200 GEMM recordings (tests/unit/fixtures/perf/)",
+    "kernel_floors": "aiconfigurator 0.12: ~6 us floor of a small GEMM on SM120, MoE layer at 1 token 32 us (INT4 "
+                     "Marlin) and 89 us (NVFP4) for Kimi-K2.5's shapes at TP8; H200 vLLM 0.24 decode steps at batch 1",
+    "step_costs": "fitted: H200 vLLM 0.24 decode steps of a dense 8B model with CUDA graphs and eager",
+    "pipeline": "vLLM sends all running sequences through the stages as one batch (vllm-project/vllm issue 41682; "
+                "PP decode throughput 3x below TP, issue 15330): PP adds memory, not throughput",
+    "dp": "vLLM 0.32 AgRsAll2AllManager: DP>1 MoE layers all-gather tokens and reduce-scatter outputs over the DP "
+          "group; coordinate_batch_across_dp synchronises DP ranks every step (docs/vllm-serving-defaults.md)",
 }
 
 DEFAULT_WORKLOAD = {"input_len": 1024, "output_len": 1024, "concurrency": [1, 4, 16, 64, 256, 1024]}
-# vLLM's defaults for `vllm serve` (EngineArgs._set_default_args, usage
-# context OPENAI_API_SERVER): larger on GPUs of 70 GiB and more.
-SCHEDULER_DEFAULTS = {"large": {"max_num_seqs": 1024, "max_num_batched_tokens": 8192},
-                      "small": {"max_num_seqs": 256, "max_num_batched_tokens": 2048}}
-LARGE_GPU_GIB = 70
-# The largest batch vLLM captures in a CUDA graph by default; larger decode
-# batches run without one (piecewise), paying part of the eager cost.
+# vLLM's defaults for `vllm serve` (EngineArgs, usage context
+# OPENAI_API_SERVER; docs/vllm-serving-defaults.md section 1): 16384 / 1024
+# from 160 GiB (0.28 on), 8192 / 1024 from 70 GiB, else 2048 / 256.
+SCHEDULER_DEFAULTS = ((160, {"max_num_seqs": 1024, "max_num_batched_tokens": 16384}),
+                      (70, {"max_num_seqs": 1024, "max_num_batched_tokens": 8192}),
+                      (0, {"max_num_seqs": 256, "max_num_batched_tokens": 2048}))
+# The largest batch vLLM captures in a CUDA graph by default (min(2 x
+# max_num_seqs, 512) on SM90 and SM120); larger decode batches run without one.
 MAX_CUDAGRAPH_BATCH = 512
 KV_BLOCK_TOKENS = 16
 SATURATION_SHARE = 0.95
+# All-reduces per decoder layer under TP (docs/vllm-serving-defaults.md
+# section 5): attention output and MLP/MoE output; MiniMax-M2 adds one of its
+# QK-norm variances (two floats per token).
+EXTRA_ALLREDUCES = {"MiniMaxM2ForCausalLM": 1}
 
 
 def kernel_family(quantization):
@@ -151,20 +178,31 @@ def layer_profile(model, plan, layer):
     for _name, elements, module in attention_parts(model, tp):
         _linear(model, layer, dense, elements, module)
     is_moe = bool(model.get("num_experts")) and layer >= (model.get("first_k_dense") or 0)
-    profile = {"dense": dense, "moe": None}
+    mla = bool(model.get("mla"))
+    # GEMMs and other kernels one layer launches: MLA runs fused q_a/kv_a,
+    # q_b, the absorbed kv_b pair and o; GQA a fused qkv and o. Two fused
+    # norm+residual kernels and rotary each time; MLA normalises its latents too.
+    profile = {"dense": dense, "moe": None, "gemms": 5 if mla else 2, "kernels": 5 if mla else 3}
     if not is_moe:
         _linear(model, layer, dense, 3 * hidden * model["intermediate_size"] / tp, "mlp.gate_up_proj")
+        profile["gemms"] += 2
+        profile["kernels"] += 1
         return profile
     shared = model.get("shared_expert_intermediate_size") or 0
+    profile["gemms"] += 1  # the router
+    profile["kernels"] += 2  # top-k and the expert sum
     if shared:
         _linear(model, layer, dense, 3 * hidden * shared / tp, "mlp.shared_experts.gate_up_proj")
+        profile["gemms"] += 2
+        profile["kernels"] += 1
     dense.add("bf16", hidden * model["num_experts"] * UNQUANTIZED_BYTES, hidden * model["num_experts"])
     expert = _Part()
     _linear(model, layer, expert, 3 * hidden * model["moe_intermediate_size"], "mlp.experts.0.gate_up_proj")
     ranks = tp * plan["dp"]
     use_ep = bool(plan["ep"]) and ranks > 1
+    family = max(expert.bytes, key=expert.bytes.get)
     profile["moe"] = {"expert": expert, "experts": model["num_experts"], "top_k": model["num_experts_per_tok"],
-                      "ep": ranks if use_ep else 1, "moe_tp": 1 if use_ep else ranks}
+                      "ep": ranks if use_ep else 1, "moe_tp": 1 if use_ep else ranks, "family": family}
     return profile
 
 
@@ -244,7 +282,9 @@ def _attention_dims(model):
 
 
 class StepModel(object):
-    """Step times of one engine of ``plan`` on ``spec`` (seconds; parts in ``last_parts``)."""
+    """Step times of one engine of ``plan`` on ``spec`` (seconds). ``engines``
+    in the calls is how many DP engines run a batch in the same step: MoE
+    layers see the tokens of all of them."""
 
     def __init__(self, model, plan, spec, link, stages, kv_bytes_per_token, eager=False, measured_allreduce_us=None,
                  calibration=None):
@@ -259,9 +299,11 @@ class StepModel(object):
         self.ratio_growth = ratios.get("step_per_seq", 1.0)
         self.ratio_prefill = ratios.get("prefill", 1.0)
         self.allreduce_sources = set()
-        hidden = model["hidden_size"]
-        self.lm_head_elements = padded_vocab(model["vocab_size"], plan["tp"]) * hidden / plan["tp"]
-        self.hidden = hidden
+        self.hidden = model["hidden_size"]
+        self.lm_head_elements = padded_vocab(model["vocab_size"], plan["tp"]) * self.hidden / plan["tp"]
+        self.allreduces_per_layer = 2 + EXTRA_ALLREDUCES.get(model.get("text_architecture") or model.get("architecture"), 0)
+        # CPU work adds to the step where nothing overlaps it (see STEP_FIXED_MS).
+        self.cpu_exposed = plan["dp"] > 1 or plan["pp"] > 1
 
     # -- communication ------------------------------------------------------
     def _allreduce_s(self, world, nbytes):
@@ -270,30 +312,46 @@ class StepModel(object):
             self.allreduce_sources.add(source)
         return value * 1e-6
 
-    def comm_s(self, stage, tokens):
-        """TP all-reduces (two per layer), MoE dispatch/combine across DP ranks, per stage."""
+    def comm_s(self, stage, tokens, engines):
+        """One stage's communication for ``tokens`` tokens per engine: the TP
+        all-reduces of every layer, and for DP > 1 the MoE dispatch
+        (all-gather) and combine (reduce-scatter) of all engines' tokens."""
         plan = self.plan
         message = tokens * self.hidden * UNQUANTIZED_BYTES
         layers = sum(n for _profile, n in stage)
         moe_layers = sum(n for profile, n in stage if profile["moe"])
-        total = 2 * layers * self._allreduce_s(plan["tp"], message) if plan["tp"] > 1 else 0.0
+        total = 0.0
+        if plan["tp"] > 1:
+            total += 2 * layers * self._allreduce_s(plan["tp"], message)
+            extra = self.allreduces_per_layer - 2
+            if extra:
+                total += extra * layers * self._allreduce_s(plan["tp"], tokens * 2 * 4)
         if moe_layers and plan["dp"] > 1:
-            total += 2 * moe_layers * self._allreduce_s(plan["tp"] * plan["dp"], message * plan["dp"])
+            group = plan["dp"] * (plan["tp"] if plan["ep"] else 1)
+            gathered = message * engines
+            total += 2 * moe_layers * collective_us(group, gathered, self.spec) * 1e-6
         return total
 
     # -- one stage's compute and memory -------------------------------------
-    def _floor_s(self, stage, mode):
-        layers = sum(n for _profile, n in stage)
-        moe_layers = sum(n for profile, n in stage if profile["moe"])
-        return (layers * LAYER_FLOOR_US[mode] + moe_layers * MOE_LAYER_FLOOR_US[mode]) * 1e-6
+    def _floor_s(self, stage):
+        extra = EAGER_KERNEL_US if self.eager else 0.0
+        total = 0.0
+        for profile, n in stage:
+            kernels = profile["gemms"] + profile["kernels"] + 1
+            layer = (profile["gemms"] * GEMM_FLOOR_US + profile["kernels"] * KERNEL_US + ATTENTION_FLOOR_US
+                     + kernels * extra)
+            if profile["moe"]:
+                layer += MOE_FLOOR_US[profile["moe"]["family"]] + 3 * extra
+            total += n * layer
+        return total * 1e-6
 
-    def _weights_s(self, stage, tokens, logits, efficiency):
-        """Weights of one stage for ``tokens`` tokens, ``logits`` of which go through the lm_head (last stage)."""
+    def _weights_s(self, stage, tokens, logits, engines):
+        """Weights of one stage for ``tokens`` tokens per engine, ``logits`` of which go through the lm_head."""
         nbytes, flops = {}, {}
         for profile, n in stage:
             parts = [(profile["dense"].bytes, dict((f, 2.0 * e * tokens) for f, e in profile["dense"].elements.items()))]
             if profile["moe"]:
-                parts.append(moe_work(profile["moe"], tokens * self.plan["dp"]))
+                parts.append(moe_work(profile["moe"], tokens * engines))
             for part_bytes, part_flops in parts:
                 for family, value in part_bytes.items():
                     nbytes[family] = nbytes.get(family, 0.0) + n * value
@@ -302,10 +360,10 @@ class StepModel(object):
         if logits:
             nbytes["bf16"] = nbytes.get("bf16", 0.0) + self.lm_head_elements * UNQUANTIZED_BYTES
             flops["bf16"] = flops.get("bf16", 0.0) + 2.0 * self.lm_head_elements * logits
-        return roofline_s(nbytes, flops, self.spec, BANDWIDTH_EFFICIENCY, efficiency)
+        return roofline_s(nbytes, flops, self.spec, BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY)
 
     def _attention_s(self, stage, queries, context):
-        """Attention of ``queries`` tokens over ``context`` cached tokens each: KV bytes against FLOPs."""
+        """Attention of ``queries`` tokens over ``context`` cached tokens each: (KV read, FLOPs) seconds."""
         layers = sum(n for _profile, n in stage)
         qk, v = _attention_dims(self.model)
         heads = self.model["num_attention_heads"] / float(self.plan["tp"])
@@ -315,70 +373,69 @@ class StepModel(object):
         compute = flops / (peak_tflops(self.spec, "bf16") * 1e12 * ATTENTION_COMPUTE_EFFICIENCY)
         return memory, compute
 
-    def _mode(self, batch):
-        if self.eager:
-            return "eager"
-        return "graph" if batch <= MAX_CUDAGRAPH_BATCH else "eager"
+    def _fixed_s(self, batch):
+        cpu = (CPU_STEP_MS + CPU_PER_SEQUENCE_US * batch * 1e-3) * 1e-3
+        return STEP_FIXED_MS * 1e-3 + (cpu if self.cpu_exposed else 0.0)
+
+    def _dp_sync_s(self):
+        if self.plan["dp"] < 2:
+            return 0.0
+        return collective_us(self.plan["dp"], 16 * self.plan["dp"], self.spec) * 1e-6
 
     # -- decode -------------------------------------------------------------
-    def decode_parts(self, batch, context):
+    def decode_parts(self, batch, context, engines=1):
         """Seconds of one decode step with ``batch`` sequences of ``context`` tokens: base (what a single sequence
         pays) and growth (what the extra sequences add), for calibration."""
-        base = self._decode_s(1, context)
-        total = self._decode_s(batch, context) if batch > 1 else base
+        base = sum(self.decode_breakdown(1, context, 1).values())
+        total = sum(self.decode_breakdown(batch, context, engines).values()) if (batch > 1 or engines > 1) else base
         return base, max(total - base, 0.0)
 
-    def _decode_s(self, batch, context):
-        return sum(self.decode_breakdown(batch, context).values())
+    def decode_breakdown(self, batch, context, engines=1):
+        """Seconds of one decode step by term: fixed, floors, weights, attention (KV), communication, pipeline.
 
-    def decode_breakdown(self, batch, context):
-        """Seconds of one decode step by term: fixed, floors, weights, kv (attention), communication, pipeline."""
+        Pipeline parallel runs the whole batch through the stages one after
+        the other: vLLM's scheduler sends all running sequences to the first
+        stage instead of splitting them into microbatches (vllm-project/vllm
+        issue 41682, open on 2026-05; decode throughput of PP 3x below TP in
+        issue 15330), so PP adds memory, not throughput."""
         pp = self.plan["pp"]
-        micro = int(math.ceil(batch / float(pp))) if batch >= pp else batch
-        mode = self._mode(micro)
-        terms = {"fixed": STEP_FIXED_MS[mode] * 1e-3 + PER_SEQUENCE_US * 1e-6 * batch,
-                 "floors": 0.0, "weights": 0.0, "attention": 0.0, "communication": 0.0}
-        stage_s = []
+        # Batches above the largest CUDA graph run without one.
+        eager, self.eager = self.eager, self.eager or batch > MAX_CUDAGRAPH_BATCH
+        terms = {"fixed": self._fixed_s(batch) + self._dp_sync_s(), "floors": 0.0, "weights": 0.0, "attention": 0.0,
+                 "communication": 0.0}
         for index, stage in enumerate(self.stages):
-            memory, compute = self._attention_s(stage, micro, context)
-            parts = {"floors": self._floor_s(stage, mode),
-                     "weights": self._weights_s(stage, micro, micro if index == pp - 1 else 0, COMPUTE_EFFICIENCY),
-                     "attention": max(memory, compute), "communication": self.comm_s(stage, micro)}
-            stage_s.append(sum(parts.values()))
-            for key, value in parts.items():
-                terms[key] += value
-        send = p2p_us(micro * self.hidden * UNQUANTIZED_BYTES, self.spec) * 1e-6 if pp > 1 else 0.0
-        serial = sum(stage_s) + (pp - 1) * send
-        pipelined = max(serial, pp * max(stage_s)) if batch >= pp else serial
-        # Pipeline parallel: the sends between stages, and the stages a
-        # microbatch waits for when the slowest one sets the pace.
-        terms["pipeline"] = pipelined - sum(stage_s)
+            memory, compute = self._attention_s(stage, batch, context)
+            terms["floors"] += self._floor_s(stage)
+            terms["weights"] += self._weights_s(stage, batch, batch if index == pp - 1 else 0, engines)
+            terms["attention"] += max(memory, compute)
+            terms["communication"] += self.comm_s(stage, batch, engines)
+        self.eager = eager
+        terms["pipeline"] = (pp - 1) * p2p_us(batch * self.hidden * UNQUANTIZED_BYTES, self.spec) * 1e-6
         return terms
 
-    def tpot_s(self, batch, context):
-        base, growth = self.decode_parts(batch, context)
+    def tpot_s(self, batch, context, engines=1):
+        base, growth = self.decode_parts(batch, context, engines)
         return self.ratio_base * base + self.ratio_growth * growth
 
     # -- prefill ------------------------------------------------------------
-    def prefill_s(self, tokens, prompt_len, chunk):
+    def prefill_s(self, tokens, prompt_len, chunk, engines=1):
         """Seconds to prefill ``tokens`` prompt tokens (prompts of ``prompt_len``) in chunks of ``chunk``."""
         if tokens <= 0:
             return 0.0
         full, rest = divmod(int(tokens), int(chunk))
-        total = full * self._prefill_chunk_s(chunk, prompt_len) if full else 0.0
+        total = full * self._prefill_chunk_s(chunk, prompt_len, engines) if full else 0.0
         if rest:
-            total += self._prefill_chunk_s(rest, prompt_len)
+            total += self._prefill_chunk_s(rest, prompt_len, engines)
         return total * self.ratio_prefill
 
-    def _prefill_chunk_s(self, size, prompt_len):
-        mode = "eager" if self.eager else "graph"
+    def _prefill_chunk_s(self, size, prompt_len, engines):
         prompts = max(1, int(math.ceil(size / float(prompt_len))))
-        total = STEP_FIXED_MS[mode] * 1e-3
+        total = self._fixed_s(prompts) + self._dp_sync_s()
         for index, stage in enumerate(self.stages):
             _memory, compute = self._attention_s(stage, size, prompt_len / 2.0)
             logits = prompts if index == len(self.stages) - 1 else 0
-            total += (self._floor_s(stage, mode) + self._weights_s(stage, size, logits, COMPUTE_EFFICIENCY)
-                      + compute + self.comm_s(stage, size))
+            total += (self._floor_s(stage) + self._weights_s(stage, size, logits, engines) + compute
+                      + self.comm_s(stage, size, engines))
         return total
 
 
@@ -388,8 +445,10 @@ class StepModel(object):
 
 def scheduler_limits(gpu_memory_gib, workload):
     """vLLM's max_num_seqs and max_num_batched_tokens for the GPU size, or the workload's own."""
-    size = "large" if gpu_memory_gib >= LARGE_GPU_GIB else "small"
-    limits = dict(SCHEDULER_DEFAULTS[size])
+    for threshold, defaults in SCHEDULER_DEFAULTS:
+        if gpu_memory_gib >= threshold:
+            limits = dict(defaults)
+            break
     for key in ("max_num_seqs", "max_num_batched_tokens"):
         if workload.get(key):
             limits[key] = workload[key]
@@ -403,39 +462,48 @@ def sequences_that_fit(kv_tokens, input_len, output_len):
 
 
 def level(step, concurrency, dp, workload, capacity, limits):
-    """The figures of one closed-loop concurrency level."""
+    """The figures of one closed-loop concurrency level.
+
+    Each engine decodes ``running`` sequences; every request also needs its
+    prefill, which shares the steps (chunked prefill): per completed request
+    the engine spends ``output_len - 1`` decode steps among ``running`` and
+    its own prefill. Clients beyond ``running`` wait their turn (Little's law).
+    A request's first token comes after the request overhead, half a decode
+    step (it joins at a step boundary) and its prefill."""
     input_len, output_len = workload["input_len"], workload["output_len"]
     per_engine = int(math.ceil(concurrency / float(dp)))
-    busy_engines = min(concurrency, dp)
+    engines = min(concurrency, dp)
     running = min(per_engine, capacity)
     if running < 1:
         return {"concurrency": concurrency, "output_tokens_per_s": 0.0, "tpot_ms": None, "ttft_ms": None,
-                "ttft_p99_ms": None, "running": 0, "limited_by": "kv_cache", "parts": None}
+                "ttft_p99_ms": None, "user_tokens_per_s": None, "running": 0, "limited_by": "kv_cache", "parts": None}
     context = input_len + output_len / 2.0
-    base, growth = step.decode_parts(running, context)
+    base, growth = step.decode_parts(running, context, engines)
     tpot = step.ratio_base * base + step.ratio_growth * growth
-    prefill_raw = step.prefill_s(running * input_len, input_len, limits["max_num_batched_tokens"]) / step.ratio_prefill
-    prefill = prefill_raw * step.ratio_prefill
-    wave = prefill + (output_len - 1) * tpot
-    waves_waited = per_engine / float(running) - 1.0
-    ttft = waves_waited * wave + prefill * (0.5 + 0.5 / running)
-    ttft_p99 = (math.ceil(per_engine / float(running)) - 1) * wave + prefill
+    chunk = limits["max_num_batched_tokens"]
+    prefill = step.prefill_s(input_len, input_len, chunk, engines)
+    cycle = (output_len - 1) * tpot + running * prefill
+    service_ttft = REQUEST_OVERHEAD_MS * 1e-3 + tpot / 2.0 + prefill
+    wait = (per_engine / float(running) - 1.0) * cycle
     if per_engine > running:
         limited_by = "max_num_seqs" if running == limits["max_num_seqs"] else "kv_cache"
     else:
         limited_by = "batch" if step.ratio_growth * growth > step.ratio_base * base else "latency"
     return {
         "concurrency": concurrency,
-        "output_tokens_per_s": round(busy_engines * running * output_len / wave, 1),
+        "output_tokens_per_s": round(engines * running * output_len / (cycle + prefill), 1),
         "tpot_ms": round(tpot * 1e3, 3),
-        "ttft_ms": round(ttft * 1e3, 1),
-        "ttft_p99_ms": round(ttft_p99 * 1e3, 1),
+        "ttft_ms": round((wait + service_ttft) * 1e3, 1),
+        # The last of the waiting clients waits for every turn before its own.
+        "ttft_p99_ms": round(((math.ceil(per_engine / float(running)) - 1) * cycle + service_ttft + running * prefill) * 1e3
+                             if per_engine > running else (service_ttft + (running - 1) * prefill / 2.0) * 1e3, 1),
         "user_tokens_per_s": round(1.0 / tpot, 1),
         "running": running,
         "limited_by": limited_by,
         # Uncalibrated parts, for calibration_from_levels.
         "parts": {"tpot_base_ms": round(base * 1e3, 4), "tpot_growth_ms": round(growth * 1e3, 4),
-                  "prefill_ms": round(prefill_raw * 1e3, 3), "ttft_service_ms": round(prefill * (0.5 + 0.5 / running) * 1e3, 3)},
+                  "prefill_ms": round(prefill / step.ratio_prefill * 1e3, 3),
+                  "ttft_service_ms": round(service_ttft * 1e3, 3)},
     }
 
 
@@ -503,17 +571,24 @@ def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration
         "memory_bandwidth_gbs": spec["memory_bandwidth_gbs"],
         "tflops": spec["tflops"],
         "link": link,
-        "link_busbw_gbs": spec["link_busbw_gbs"],
+        "allreduce_table": spec["allreduce"],
         "allreduce_source": ", ".join(sources),
         "tp_allreduce_us": round(per_call, 3),
         "cuda_graphs": not step.eager,
         "bandwidth_efficiency": BANDWIDTH_EFFICIENCY,
         "kv_bandwidth_efficiency": KV_BANDWIDTH_EFFICIENCY,
         "compute_efficiency": COMPUTE_EFFICIENCY,
+        "gemm_floor_us": GEMM_FLOOR_US,
+        "kernel_us": KERNEL_US,
+        "attention_floor_us": ATTENTION_FLOOR_US,
+        "moe_floor_us": MOE_FLOOR_US,
+        "eager_kernel_us": EAGER_KERNEL_US,
         "step_fixed_ms": STEP_FIXED_MS,
-        "layer_floor_us": LAYER_FLOOR_US,
-        "moe_layer_floor_us": MOE_LAYER_FLOOR_US,
-        "per_sequence_us": PER_SEQUENCE_US,
+        "cpu_step_ms": CPU_STEP_MS,
+        "cpu_per_sequence_us": CPU_PER_SEQUENCE_US,
+        "cpu_exposed": step.cpu_exposed,
+        "request_overhead_ms": REQUEST_OVERHEAD_MS,
+        "allreduces_per_layer": step.allreduces_per_layer,
         "scheduler": limits,
         "workload": {"input_len": workload["input_len"], "output_len": workload["output_len"]},
         "calibration": calibration or None,

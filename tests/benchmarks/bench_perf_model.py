@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Print the performance model's prediction against every public measurement in vllm_perf_points.py
+(and the H200 recordings in tests/unit/fixtures/perf/ when present), the median and worst error per group,
+the reference box's plan ranking, and how long planning an 8-GPU box for a 1T-parameter model takes.
+
+Figures to read, not a pass/fail test: the goal (within +-30 % of measurements, same ranking) is
+printed beside each figure, never asserted."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from perf_points_eval import evaluate_points, h200_recordings, reference_box  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _error_line(label, errors):
+    if not errors:
+        return "%-34s no points" % label
+    ordered = sorted(errors, key=abs)
+    median = sorted(errors)[len(errors) // 2]
+    worst = ordered[-1]
+    within = sum(1 for e in errors if abs(e) <= 30.0)
+    return "%-34s n=%-3d median %+6.1f %%  worst %+7.1f %%  within 30 %%: %d/%d" % (label, len(errors), median, worst,
+                                                                                       within, len(errors))
+
+
+def print_points():
+    rows, skipped = evaluate_points()
+    print("Public points (vllm_perf_points.py): predicted against measured")
+    print("%-42s %-16s %-8s %5s %-19s %10s %10s %8s" % ("id", "gpu", "plan", "C", "metric", "measured", "predicted",
+                                                          "error"))
+    for row in rows:
+        print("%-42s %-16s %-8s %5d %-19s %10.1f %10.1f %+7.1f%%" % (
+            row["id"][:42], "%s x%d" % (row["gpu"], row["gpus"]), row["plan"], row["concurrency"], row["metric"],
+            row["measured"], row["predicted"], row["error_pct"]))
+    for point_id, why in skipped:
+        print("%-42s skipped: %s" % (point_id[:42], why))
+    print()
+    print(_error_line("all points", [r["error_pct"] for r in rows]))
+    for gpu in sorted(set(r["gpu"] for r in rows)):
+        print(_error_line("  on %s" % gpu, [r["error_pct"] for r in rows if r["gpu"] == gpu]))
+    for metric in sorted(set(r["metric"] for r in rows)):
+        print(_error_line("  %s" % metric, [r["error_pct"] for r in rows if r["metric"] == metric]))
+    print()
+
+
+def print_h200():
+    rows = h200_recordings()
+    if not rows:
+        print("H200 recordings: none in tests/unit/fixtures/perf/")
+        return
+    print("H200, real vLLM 0.24 with dummy weights (tests/unit/fixtures/perf/): decode step ms, predicted against measured")
+    for row in rows:
+        print("%-34s B=%-4d measured %8.2f ms  predicted %8.2f ms  error %+6.1f %%" % (
+            row["model"][:34], row["batch"], row["measured_ms"], row["predicted_ms"], row["error_pct"]))
+    print(_error_line("H200 decode steps", [r["error_pct"] for r in rows]))
+    print()
+
+
+def print_reference_box():
+    print("Reference box (8x RTX PRO 6000 Blackwell, PCIe), vLLM 0.32.0, input 1000 / output 1000 tokens")
+    for name, result, seconds in reference_box():
+        best = result["recommended"]
+        print("%-28s %s (planned in %.3f s)" % (name, result["why"], seconds))
+        for plan_name in result["ranking"][:5]:
+            plan = [p for p in result["plans"] if p["name"] == plan_name][0]
+            print("    %-14s C=1 %6.1f tok/s   peak %8.1f tok/s at C=%s" % (
+                plan_name, plan["estimate"]["decode_tokens_per_s"], plan["estimate"]["peak_output_tokens_per_s"] or 0,
+                plan["estimate"]["saturation_concurrency"]))
+        if best is None:
+            print("    no usable plan")
+    print()
+
+
+def main():
+    print_points()
+    print_h200()
+    print_reference_box()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The performance model against measurements: the public points of vllm_perf_points.py and the H200
+recordings of tests/unit/fixtures/perf/. Used by bench_perf_model.py (which prints) and by the unit
+tests (which check that every point is evaluated, not how close it is)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import time
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf_points import POINTS
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for, plan_model
+
+TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+MODEL_CONFIGS = os.path.join(TESTS, "unit", "fixtures", "model_configs")
+PERF_FIXTURES = os.path.join(TESTS, "unit", "fixtures", "perf")
+GPU_NAMES = {"RTX PRO 6000": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "H100": "NVIDIA H100 80GB HBM3",
+             "H200": "NVIDIA H200", "B200": "NVIDIA B200"}
+# A served quantization other than the fixture checkpoint's (an AWQ re-quantization of an FP8 model):
+# the normalised quantization dict that stands for it.
+SERVED_QUANTIZATION = {
+    "int4 awq w4a16": {"method": "awq", "scheme": "awq int4", "bits": 4, "group_size": 128, "block_size": None,
+                       "kv_cache_dtype": None, "ignored_modules": ["gate", "lm_head"], "origin": "perf_points_eval"},
+}
+# Context the sources give in words (the id says which): tokens already in the cache when decoding.
+CONTEXT_BY_ID = (("ctx100k", 100000), ("ctx128k", 128000), ("ctx40k", 40000))
+# Points the model cannot stand for, with the reason (printed as skipped, never counted).
+NOT_MODELLED = {
+    "rtx6k-kimi-k25-tp8-dcp8-p2p-ctx100k-c1": "decode context parallel (DCP8) splits the long context's KV over the "
+                                              "ranks; the model does not know DCP",
+    "rtx6k-kimi-k25-tp8-dcp8-c100-ctx40k": "decode context parallel (DCP8) multiplies the KV capacity by 8 at 40k "
+                                           "context; the model does not know DCP",
+    "h200-kimi-k2-thinking-int4-tp8-rr100": "open-loop run at 100 requests/s far past KV capacity (mean TTFT 271 s): "
+                                            "preemption and recompute, not a closed-loop level",
+}
+DEFAULT_INPUT_LEN = 512
+DEFAULT_OUTPUT_LEN = 512
+
+
+def load(stem):
+    sidecar = os.path.join(MODEL_CONFIGS, stem + "_hf_quant.json")
+    return load_model_config(os.path.join(MODEL_CONFIGS, stem + ".json"),
+                             hf_quant_path=sidecar if os.path.exists(sidecar) else None, discover_hf_quant=False)
+
+
+def _point_model(point):
+    path = os.path.join(MODEL_CONFIGS, point["model"] + ".json")
+    if not os.path.exists(path):
+        return None, "no model config fixture for %s" % point["model"]
+    model = load(point["model"])
+    served = SERVED_QUANTIZATION.get(point["quantization"])
+    if served:
+        model = dict(model, quantization=served)
+    return model, None
+
+
+def _workload(point):
+    input_len = point["input_len"] or DEFAULT_INPUT_LEN
+    for marker, context in CONTEXT_BY_ID:
+        if marker in point["id"]:
+            input_len = context
+    output_len = point["output_len"] or DEFAULT_OUTPUT_LEN
+    return {"input_len": input_len, "output_len": output_len, "concurrency": [point["concurrency"]]}
+
+
+def _predicted(level, metric):
+    if metric == "user_tokens_per_s":
+        return level["user_tokens_per_s"]
+    return level[metric]
+
+
+def evaluate_point(point):
+    """(row, None) with the prediction for ``point``, or (None, why it cannot be evaluated)."""
+    if point["id"] in NOT_MODELLED:
+        return None, NOT_MODELLED[point["id"]]
+    model, why = _point_model(point)
+    if model is None:
+        return None, why
+    workload = _workload(point)
+    max_len = max(workload["input_len"] + workload["output_len"], 4096)
+    gpu_name = GPU_NAMES.get(point["gpu"], point["gpu"])
+    inputs = plan_model(model, point["gpus"], None, "0.32.0", max_model_len=max_len, gpu_name=gpu_name,
+                        link=point["link"], workload=workload)["inputs"]
+    plan = {"tp": point["tp"], "pp": point["pp"], "dp": point["dp"], "ep": point["ep"]}
+    result = evaluate_plan_for(model, plan, inputs, gpu_name=gpu_name, link=point["link"])
+    level = result["estimate"]["levels"][0]
+    predicted = _predicted(level, point["metric"])
+    if not predicted:
+        return None, "the model predicts no figure (%s)" % level["limited_by"]
+    error = (predicted - point["value"]) / point["value"] * 100.0
+    return {"id": point["id"], "gpu": point["gpu"], "gpus": point["gpus"], "plan": result["name"],
+            "concurrency": point["concurrency"], "metric": point["metric"], "measured": point["value"],
+            "predicted": predicted, "error_pct": round(error, 1)}, None
+
+
+def evaluate_points(points=POINTS):
+    rows, skipped = [], []
+    for point in points:
+        row, why = evaluate_point(point)
+        if row:
+            rows.append(row)
+        else:
+            skipped.append((point["id"], why))
+    return rows, skipped
+
+
+def h200_recordings():
+    """Decode steps of the H200 recordings (tests/unit/fixtures/perf/h200-vllm-0.24.json), predicted against measured."""
+    path = os.path.join(PERF_FIXTURES, "h200-vllm-0.24.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        recording = json.load(handle)
+    rows = []
+    for entry in recording.get("models") or []:
+        rows.extend(_h200_model_rows(entry))
+    return rows
+
+
+def _h200_model_rows(entry):
+    config = entry.get("config")
+    if not config or entry.get("error"):
+        return []
+    model = load_model_config_from_dict(config, entry.get("hf_quant_config"))
+    rows = []
+    for run in entry.get("decode") or []:
+        batch, measured = run.get("batch"), run.get("step_ms")
+        if not batch or not measured:
+            continue
+        workload = {"input_len": run.get("input_len") or 256, "output_len": run.get("output_len") or 64,
+                    "concurrency": [batch], "max_num_seqs": max(batch, 1)}
+        inputs = plan_model(model, 1, None, "0.32.0", max_model_len=4096, gpu_name="NVIDIA H200", workload=workload,
+                            enforce_eager=bool(entry.get("enforce_eager")))["inputs"]
+        result = evaluate_plan_for(model, {"tp": 1}, inputs, gpu_name="NVIDIA H200")
+        predicted = result["estimate"]["levels"][0]["tpot_ms"]
+        rows.append({"model": entry.get("name", "?") + (" eager" if entry.get("enforce_eager") else ""), "batch": batch,
+                     "measured_ms": measured, "predicted_ms": predicted,
+                     "error_pct": round((predicted - measured) / measured * 100.0, 1)})
+    return rows
+
+
+def load_model_config_from_dict(config, hf_quant_config=None):
+    """A recorded config.json (and hf_quant_config.json) normalised as load_model_config does."""
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="perf-model-")
+    with open(os.path.join(folder, "config.json"), "w") as handle:
+        json.dump(config, handle)
+    sidecar = None
+    if hf_quant_config:
+        sidecar = os.path.join(folder, "hf_quant_config.json")
+        with open(sidecar, "w") as handle:
+            json.dump(hf_quant_config, handle)
+    return load_model_config(os.path.join(folder, "config.json"), hf_quant_path=sidecar, discover_hf_quant=False)
+
+
+REFERENCE_MODELS = ("moonshotai--Kimi-K2.5", "nvidia--Kimi-K2.5-NVFP4", "MiniMaxAI--MiniMax-M2.5")
+REFERENCE_WORKLOAD = {"input_len": 1000, "output_len": 1000, "concurrency": [1, 8, 32, 128, 256, 1024]}
+
+
+def reference_box(objective="throughput"):
+    """[(model, plan_model result, seconds)] for the three reference models on 8x RTX PRO 6000 over PCIe."""
+    results = []
+    for stem in REFERENCE_MODELS:
+        model = load(stem)
+        started = time.perf_counter()
+        result = plan_model(model, 8, None, "0.32.0", max_model_len=32768,
+                            gpu_name=GPU_NAMES["RTX PRO 6000"], link="pcie", objective=objective,
+                            workload=REFERENCE_WORKLOAD)
+        results.append((stem, result, time.perf_counter() - started))
+    return results
