@@ -1,0 +1,425 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Each term of the step-time model (vllm_perf.py) and the device table (vllm_hardware.py), one behaviour per test.
+
+Accuracy against measurements is printed by tests/benchmarks/bench_perf_model.py, never asserted here."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+import os
+
+import pytest
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware as hw
+from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_perf as perf
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import kv_bytes_per_token, layer_signatures
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, evaluate_plan_for, plan_model
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "model_configs")
+RTX = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+
+
+def load(name):
+    sidecar = os.path.join(FIXTURES, name + "_hf_quant.json")
+    return load_model_config(os.path.join(FIXTURES, name + ".json"),
+                             hf_quant_path=sidecar if os.path.exists(sidecar) else None, discover_hf_quant=False)
+
+
+def plan(tp=1, pp=1, dp=1, ep=False):
+    return {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
+
+
+def step_model(name, the_plan, gpu=RTX, link=None, eager=False, calibration=None, measured=None):
+    model = load(name)
+    spec_name, spec = hw.gpu_spec(gpu)
+    stages = perf.stage_profiles(model, the_plan, layer_signatures(model))
+    return perf.StepModel(model, the_plan, spec, link or spec["link"], stages, kv_bytes_per_token(model, the_plan),
+                          eager=eager, calibration=calibration, measured_allreduce_us=measured)
+
+
+# -- kernel families -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("quantization, family", [
+    (None, "bf16"),
+    ({"method": "fp8", "bits": 8, "block_size": [128, 128]}, "fp8"),
+    ({"method": "compressed-tensors", "scheme": "int4 pack-quantized", "bits": 4, "group_size": 32}, "w4a16"),
+    ({"method": "awq", "bits": 4, "group_size": 128}, "w4a16"),
+    ({"method": "modelopt_fp4", "scheme": "nvfp4", "bits": 4, "group_size": 16}, "nvfp4"),
+    ({"method": "mxfp4", "bits": 4, "group_size": 32}, "mxfp4"),
+])
+def test_kernel_family_of_each_quantization(quantization, family):
+    assert perf.kernel_family(quantization) == family
+
+
+def test_fp4_runs_at_the_fp4_rate_only_where_the_chip_has_it():
+    rtx = hw.gpu_spec(RTX)[1]
+    h200 = hw.gpu_spec("NVIDIA H200")[1]
+    assert perf.family_peak(rtx, "nvfp4") == rtx["tflops"]["fp4"] * 1e12
+    # Hopper has no FP4 tensor cores: NVFP4 falls back to the next wider rate, MXFP4 to BF16 (Marlin).
+    assert perf.family_peak(h200, "nvfp4") == h200["tflops"]["fp8"] * 1e12
+    assert perf.family_peak(h200, "mxfp4") == h200["tflops"]["bf16"] * 1e12
+    # W4A16 computes in BF16 whatever the chip.
+    assert perf.family_peak(rtx, "w4a16") == rtx["tflops"]["bf16"] * 1e12
+
+
+# -- experts touched -----------------------------------------------------------------------------------------------
+
+def test_expected_busiest_rank_is_above_the_mean_and_capped():
+    assert perf.expected_max_poisson(2.0, 1, 10) == 2.0
+    busiest = perf.expected_max_poisson(1.0, 8, 48)
+    assert 1.0 < busiest < 4.0
+    assert perf.expected_max_poisson(1.0, 16, 48) > busiest  # more ranks, a busier busiest one
+    assert perf.expected_max_poisson(500.0, 8, 48) == 48  # never more experts than the rank holds
+
+
+def moe_profile(name, the_plan):
+    model = load(name)
+    return perf.layer_profile(model, the_plan, model["num_hidden_layers"] - 1)["moe"]
+
+
+def test_expert_bytes_grow_with_tokens_and_saturate_at_what_the_rank_holds():
+    moe = moe_profile("MiniMaxAI--MiniMax-M2.5", plan(tp=8))
+    one = sum(perf.moe_work(moe, 1)[0].values())
+    many = sum(perf.moe_work(moe, 64)[0].values())
+    saturated = sum(perf.moe_work(moe, 100000)[0].values())
+    held = sum(moe["expert"].bytes.values()) * moe["experts"] / 8.0
+    # One token reads its top-k experts' slices (8 of 256 experts, 1/8 of each).
+    assert one == pytest.approx(sum(moe["expert"].bytes.values()) * 8 / 8.0, rel=1e-6)
+    assert one < many < saturated
+    assert saturated == pytest.approx(held, rel=1e-6)
+
+
+def test_expert_parallel_reads_whole_experts_and_the_busiest_rank_reads_more():
+    tp_sliced = moe_profile("MiniMaxAI--MiniMax-M2.5", plan(tp=8))
+    ep = moe_profile("MiniMaxAI--MiniMax-M2.5", plan(tp=8, ep=True))
+    assert ep["ep"] == 8 and ep["moe_tp"] == 1 and tp_sliced["moe_tp"] == 8
+    # At one token the busiest EP rank reads at least one whole expert: more than a 1/8 slice of 8 experts.
+    assert sum(perf.moe_work(ep, 1)[0].values()) > sum(perf.moe_work(tp_sliced, 1)[0].values())
+    # Saturated, both hold (and read) a 1/8 share of all experts.
+    assert sum(perf.moe_work(ep, 10 ** 6)[0].values()) == pytest.approx(sum(perf.moe_work(tp_sliced, 10 ** 6)[0].values()),
+                                                                        rel=1e-3)
+
+
+# -- roofline ------------------------------------------------------------------------------------------------------
+
+def test_roofline_takes_the_larger_of_memory_and_compute_per_family():
+    spec = hw.gpu_spec("NVIDIA H200")[1]
+    bandwidth = spec["memory_bandwidth_gbs"] * 1e9 * perf.BANDWIDTH_EFFICIENCY["bf16"]
+    compute = spec["tflops"]["bf16"] * 1e12 * perf.COMPUTE_EFFICIENCY["bf16"]
+    memory_bound = perf.roofline_s({"bf16": 1e9}, {"bf16": 1e9}, spec, perf.BANDWIDTH_EFFICIENCY, perf.COMPUTE_EFFICIENCY)
+    assert memory_bound == pytest.approx(1e9 / bandwidth)
+    compute_bound = perf.roofline_s({"bf16": 1e6}, {"bf16": 1e15}, spec, perf.BANDWIDTH_EFFICIENCY, perf.COMPUTE_EFFICIENCY)
+    assert compute_bound == pytest.approx(1e15 / compute)
+    both = perf.roofline_s({"bf16": 1e9, "fp8": 1e9}, {}, spec, perf.BANDWIDTH_EFFICIENCY, perf.COMPUTE_EFFICIENCY)
+    assert both > memory_bound
+
+
+# -- all-reduce ----------------------------------------------------------------------------------------------------
+
+def test_custom_all_reduce_only_where_vllm_enables_it():
+    # vLLM disables its custom all-reduce on more than two PCIe-only GPUs and above 8 MiB.
+    assert hw.uses_custom_allreduce(2, 8192, "pcie")
+    assert not hw.uses_custom_allreduce(4, 8192, "pcie")
+    assert hw.uses_custom_allreduce(8, 8192, "nvlink")
+    assert not hw.uses_custom_allreduce(8, 16 * 1024 * 1024, "nvlink")
+    assert not hw.uses_custom_allreduce(3, 8192, "nvlink")
+    rtx = hw.gpu_spec(RTX)[1]
+    assert hw.table_allreduce_us(2, 8192, rtx, "pcie") < hw.table_allreduce_us(4, 8192, rtx, "pcie")
+
+
+def test_all_reduce_latency_is_interpolated_between_rank_counts_and_grows_with_bytes():
+    rtx = hw.gpu_spec(RTX)[1]
+    table = rtx["allreduce"]["nccl_us"]
+    assert hw.by_ranks(table, 6) == pytest.approx((table[4] + table[8]) / 2.0)
+    assert hw.by_ranks(table, 16) == table[8]
+    small = hw.table_allreduce_us(8, 8192, rtx, "pcie")
+    large = hw.table_allreduce_us(8, 8 * 1024 * 1024, rtx, "pcie")
+    assert large - small == pytest.approx(2 * 7 / 8.0 * (8 * 1024 * 1024 - 8192) / (rtx["allreduce"]["busbw_gbs"][8] * 1e3))
+
+
+def test_tp_communication_two_all_reduces_per_layer_and_one_more_for_minimax_qk_norm():
+    kimi = step_model("moonshotai--Kimi-K2.5", plan(tp=8))
+    stage = kimi.stages[0]
+    layers = sum(n for _p, n in stage)
+    one = kimi._allreduce_s(8, 7168 * 2)
+    assert kimi.comm_s(stage, 1, 1) == pytest.approx(2 * layers * one)
+    minimax = step_model("MiniMaxAI--MiniMax-M2.5", plan(tp=8))
+    assert minimax.allreduces_per_layer == 3
+    assert minimax.comm_s(minimax.stages[0], 1, 1) > 2 * 62 * minimax._allreduce_s(8, 3072 * 2)
+    assert step_model("MiniMaxAI--MiniMax-M2.5", plan(tp=1)).comm_s(minimax.stages[0], 1, 1) == 0.0
+
+
+def test_dp_moe_layers_gather_and_scatter_every_engines_tokens():
+    dp = step_model("MiniMaxAI--MiniMax-M2.5", plan(dp=8, ep=True))
+    stage = dp.stages[0]
+    alone = dp.comm_s(stage, 16, 1)
+    together = dp.comm_s(stage, 16, 8)
+    assert alone > 0  # the collectives run even for one busy engine
+    assert together > alone  # and carry every engine's tokens
+    assert step_model("MiniMaxAI--MiniMax-M2.5", plan(tp=8, ep=True)).comm_s(stage, 16, 1) > 0
+
+
+def test_a_measured_all_reduce_replaces_the_table():
+    table = step_model("moonshotai--Kimi-K2.5", plan(tp=8))
+    measured = step_model("moonshotai--Kimi-K2.5", plan(tp=8), measured=lambda world, size: 100.0)
+    assert measured._allreduce_s(8, 14336) == pytest.approx(100e-6)
+    assert "measured on 8 GPUs" in measured.allreduce_sources
+    assert table._allreduce_s(8, 14336) != pytest.approx(100e-6)
+
+
+# -- decode steps --------------------------------------------------------------------------------------------------
+
+def test_decode_step_grows_with_batch_and_context():
+    model = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=4))
+    assert model.tpot_s(64, 1000) > model.tpot_s(1, 1000)
+    assert model.tpot_s(64, 30000) > model.tpot_s(64, 1000)
+    base, growth = model.decode_parts(64, 1000)
+    assert base == pytest.approx(model.tpot_s(1, 1000)) and growth > 0
+
+
+def test_eager_costs_more_than_cuda_graphs_and_batches_past_the_largest_graph_run_eager():
+    graphs = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=4))
+    eager = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=4), eager=True)
+    assert eager.tpot_s(1, 1000) > graphs.tpot_s(1, 1000)
+    inside = graphs.decode_breakdown(perf.MAX_CUDAGRAPH_BATCH, 1000)["floors"]
+    outside = graphs.decode_breakdown(perf.MAX_CUDAGRAPH_BATCH + 1, 1000)["floors"]
+    assert outside > inside
+
+
+def test_pipeline_parallel_adds_memory_not_throughput():
+    # vLLM sends the whole batch through the stages in turn: PP2's step is the sum of its stages.
+    tp = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=2))
+    pp = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=2, pp=2))
+    assert pp.tpot_s(256, 1000) >= 0.95 * tp.tpot_s(256, 1000)
+    assert pp.decode_breakdown(8, 1000)["pipeline"] > 0
+
+
+def test_moe_layers_pay_their_kernel_floor_by_family():
+    int4 = step_model("moonshotai--Kimi-K2.5", plan(tp=8))
+    nvfp4 = step_model("nvidia--Kimi-K2.5-NVFP4", plan(tp=8))
+    assert perf.MOE_FLOOR_US["nvfp4"] > perf.MOE_FLOOR_US["w4a16"]
+    assert nvfp4.decode_breakdown(1, 1000)["floors"] > int4.decode_breakdown(1, 1000)["floors"]
+    dense = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=8))
+    per_layer_dense = dense.decode_breakdown(1, 1000)["floors"] / 80
+    per_layer_moe = int4.decode_breakdown(1, 1000)["floors"] / 61
+    assert per_layer_moe > per_layer_dense
+
+
+def test_dp_and_pp_expose_the_schedulers_cpu_time():
+    assert not step_model("MiniMaxAI--MiniMax-M2.5", plan(tp=8)).cpu_exposed
+    assert step_model("MiniMaxAI--MiniMax-M2.5", plan(dp=8, ep=True)).cpu_exposed
+    assert step_model("MiniMaxAI--MiniMax-M2.5", plan(tp=4, pp=2)).cpu_exposed
+
+
+def test_prefill_is_chunked_and_grows_with_the_prompt():
+    model = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=4))
+    short = model.prefill_s(1000, 1000, 8192)
+    long = model.prefill_s(16000, 16000, 8192)
+    assert long > 10 * short
+    # Two chunks of 8192 cost what the two calls cost.
+    assert model.prefill_s(16384, 16384, 8192) == pytest.approx(2 * model._prefill_chunk_s(8192, 16384, 1))
+
+
+# -- concurrency levels --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("memory, seqs, tokens", [(181.0, 1024, 16384), (95.6, 1024, 8192), (40.0, 256, 2048)])
+def test_scheduler_defaults_follow_the_gpu_memory(memory, seqs, tokens):
+    assert perf.scheduler_limits(memory, {}) == {"max_num_seqs": seqs, "max_num_batched_tokens": tokens}
+    assert perf.scheduler_limits(memory, {"max_num_seqs": 7})["max_num_seqs"] == 7
+
+
+def test_sequences_that_fit_count_whole_blocks():
+    assert perf.sequences_that_fit(14000, 1000, 1000) == 7  # 2000 tokens take 125 blocks
+    assert perf.sequences_that_fit(13999, 1000, 1000) == 6
+    # 2001 tokens take 126 blocks (2016 tokens).
+    assert perf.sequences_that_fit(2016, 1000, 1001) == 1
+    assert perf.sequences_that_fit(2015, 1000, 1001) == 0
+    assert perf.sequences_that_fit(10, 1000, 1000) == 0
+
+
+def levels_for(concurrency, capacity=1000, limits=None):
+    model = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=4))
+    workload = {"input_len": 512, "output_len": 256, "concurrency": concurrency}
+    limits = limits or {"max_num_seqs": 1024, "max_num_batched_tokens": 8192}
+    return [perf.level(model, c, 1, workload, capacity, limits) for c in concurrency]
+
+
+def test_throughput_grows_with_concurrency_until_the_capacity_then_clients_wait():
+    one, sixteen, sixty_four, many = levels_for([1, 16, 64, 256], capacity=64)
+    assert one["output_tokens_per_s"] < sixteen["output_tokens_per_s"] < sixty_four["output_tokens_per_s"]
+    assert one["limited_by"] == "latency"
+    assert many["running"] == 64 and many["limited_by"] == "kv_cache"
+    assert many["output_tokens_per_s"] == pytest.approx(sixty_four["output_tokens_per_s"], rel=0.01)
+    # Little's law: 4x the clients of what runs, each waits 3 turns more for its first token.
+    assert many["ttft_ms"] > sixty_four["ttft_ms"] * 3
+    assert levels_for([256], capacity=64, limits={"max_num_seqs": 64, "max_num_batched_tokens": 8192})[0][
+        "limited_by"] == "max_num_seqs"
+
+
+def test_no_room_for_one_sequence_is_a_level_with_no_throughput():
+    figures = levels_for([4], capacity=0)[0]
+    assert figures["running"] == 0 and figures["output_tokens_per_s"] == 0.0 and figures["limited_by"] == "kv_cache"
+
+
+def test_constraints_filter_levels_before_the_peak():
+    levels = levels_for([1, 16, 64, 256], capacity=1000)
+    peak, saturation = perf.summarize_levels(levels, {})
+    assert peak == max(figures["output_tokens_per_s"] for figures in levels)
+    assert saturation in (64, 256)
+    fast_users = perf.summarize_levels(levels, {"min_user_tokens_per_s": levels[1]["user_tokens_per_s"]})
+    assert fast_users[0] == levels[1]["output_tokens_per_s"]
+    assert perf.summarize_levels(levels, {"ttft_p99_ms": 0.001}) == (None, None)
+
+
+# -- calibration ---------------------------------------------------------------------------------------------------
+
+def estimate_of(name="meta-llama--Meta-Llama-3.1-70B", calibration=None, concurrency=(1, 8, 32, 128)):
+    model = load(name)
+    result = plan_model(model, 4, 80.0, "0.32.0", max_model_len=4096, gpu_name="NVIDIA H100 80GB HBM3",
+                        workload={"input_len": 512, "output_len": 256, "concurrency": list(concurrency)},
+                        calibration=calibration)
+    return [p for p in result["plans"] if p["name"] == "TP4"][0]["estimate"]
+
+
+def measured_from(estimate, base_ratio, growth_ratio, prefill_ratio):
+    return [{"concurrency": figures["concurrency"],
+             "tpot_ms": {"median": base_ratio * figures["parts"]["tpot_base_ms"]
+                         + growth_ratio * figures["parts"]["tpot_growth_ms"]},
+             "ttft_ms": {"median": prefill_ratio * figures["parts"]["ttft_service_ms"]}}
+            for figures in estimate["levels"]]
+
+
+def test_calibration_recovers_the_ratios_of_a_sweep():
+    estimate = estimate_of()
+    calibration = perf.calibration_from_levels(estimate, measured_from(estimate, 1.8, 0.7, 2.5), source="test sweep")
+    assert calibration["ratios"]["step_fixed"] == pytest.approx(1.8, rel=1e-3)
+    assert calibration["ratios"]["step_per_seq"] == pytest.approx(0.7, rel=1e-3)
+    assert calibration["ratios"]["prefill"] == pytest.approx(2.5, rel=1e-3)
+    assert calibration["points"] == 4 and calibration["source"] == "test sweep"
+
+
+def test_a_calibrated_estimate_predicts_the_sweep_it_came_from():
+    estimate = estimate_of()
+    measured = measured_from(estimate, 1.8, 0.7, 2.5)
+    calibrated = estimate_of(calibration=perf.calibration_from_levels(estimate, measured))
+    for figures, truth in zip(calibrated["levels"], measured):
+        assert figures["tpot_ms"] == pytest.approx(truth["tpot_ms"]["median"], rel=0.01)
+    assert calibrated["basis"]["calibration"]["ratios"]["step_fixed"] == pytest.approx(1.8, rel=1e-3)
+
+
+def test_one_level_gives_one_ratio_for_both_step_parts():
+    estimate = estimate_of(concurrency=(1,))
+    calibration = perf.calibration_from_levels(estimate, [{"concurrency": 1, "tpot_ms": 2 * estimate["ms_per_token"]}])
+    assert calibration["ratios"]["step_fixed"] == calibration["ratios"]["step_per_seq"] == pytest.approx(2.0, rel=1e-3)
+    assert calibration["ratios"]["prefill"] == 1.0  # no TTFT measured: left alone
+
+
+def test_calibration_needs_a_matching_level_and_sane_ratios():
+    estimate = estimate_of()
+    with pytest.raises(ValueError, match="no measured level matches"):
+        perf.calibration_from_levels(estimate, [{"concurrency": 3, "tpot_ms": 5.0}])
+    with pytest.raises(ValueError, match="no measured level matches"):
+        perf.calibration_from_levels(estimate, [{"concurrency": 1, "tpot_ms": "fast"}])
+    with pytest.raises(ValueError, match="calibration.ratios.prefill must be a number"):
+        perf.check_calibration({"ratios": {"prefill": 0.0}})
+    with pytest.raises(ValueError, match="unknown key 'memory'"):
+        perf.check_calibration({"ratios": {"memory": 1.0}})
+    with pytest.raises(ValueError, match="must be a dict with a 'ratios' dict"):
+        perf.check_calibration([1.0])
+
+
+# -- device table --------------------------------------------------------------------------------------------------
+
+def test_rtx_pro_6000_memory_is_nvmls_figure():
+    name, spec = hw.gpu_spec(RTX)
+    assert name == "RTX PRO 6000" and spec["memory_gib"] == pytest.approx(95.59, abs=0.01)
+    assert hw.gpu_spec(None)[0] == "RTX PRO 6000"
+
+
+def test_device_spec_overrides_the_table_field_by_field():
+    name, spec = hw.gpu_spec(RTX, {"name": "rig cpu", "memory_bandwidth_gbs": 20.0, "tflops": {"bf16": 1.5},
+                                   "allreduce_latency_us": 50.0, "cuda_graphs": False})
+    assert name == "rig cpu" and spec["memory_bandwidth_gbs"] == 20.0 and spec["tflops"] == {"bf16": 1.5}
+    assert spec["allreduce"]["nccl_us"] == {2: 50.0} and spec["cuda_graphs"] is False
+    assert spec["link"] == "pcie"  # not given: the table's
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"bandwidth": 1}, "unknown key"),
+    ({"memory_bandwidth_gbs": 0}, "device_spec.memory_bandwidth_gbs must be a number above 0"),
+    ({"memory_bandwidth_gbs": True}, "device_spec.memory_bandwidth_gbs must be a number above 0"),
+    ({"tflops": {"bf16": -1}}, "device_spec.tflops.bf16 must be a number above 0"),
+    ({"tflops": 5}, "device_spec.tflops must be a dict"),
+    ({"link": "infiniband"}, "device_spec.link must be pcie or nvlink"),
+    ({"cuda_graphs": "no"}, "device_spec.cuda_graphs must be true or false"),
+])
+def test_a_bad_device_spec_names_the_field(bad, message):
+    with pytest.raises(PlanError, match=message):
+        plan_model(load("meta-llama--Meta-Llama-3.1-70B"), 8, None, "0.32.0", max_model_len=4096, device_spec=bad)
+
+
+# -- objectives ----------------------------------------------------------------------------------------------------
+
+def by_name(result):
+    return dict((p["name"], p) for p in result["plans"])
+
+
+def test_each_objective_ranks_by_its_own_figure():
+    model = load("MiniMaxAI--MiniMax-M2.5")
+    common = dict(max_model_len=32768, gpu_name=RTX, workload={"input_len": 1000, "output_len": 1000,
+                                                                "concurrency": [1, 32, 256]})
+    latency = plan_model(model, 8, None, "0.32.0", objective="latency", **common)
+    throughput = plan_model(model, 8, None, "0.32.0", objective="throughput", **common)
+    per_gpu = plan_model(model, 8, None, "0.32.0", objective="throughput_per_gpu", **common)
+    usable = [p for p in latency["plans"] if p["valid"] and p["fits"]]
+    assert latency["recommended"]["name"] == max(usable, key=lambda p: p["estimate"]["decode_tokens_per_s"])["name"]
+    assert throughput["recommended"]["score"] == max(p["estimate"]["peak_output_tokens_per_s"] for p in usable)
+    best = per_gpu["recommended"]
+    assert best["score"] == pytest.approx(best["estimate"]["peak_output_tokens_per_s"] / best["gpus_used"], abs=0.1)
+    for result in (latency, throughput, per_gpu):
+        assert result["ranking"][0] == result["recommended"]["name"]
+        assert result["why"].startswith(result["recommended"]["name"] + " beats " + result["ranking"][1])
+    assert throughput["objective"] == "throughput"
+
+
+def test_a_constraint_no_plan_meets_leaves_nothing_recommended():
+    result = plan_model(load("MiniMaxAI--MiniMax-M2.5"), 8, None, "0.32.0", max_model_len=32768, ttft_p99_ms=0.5)
+    assert result["recommended"] is None and result["ranking"] == []
+    assert all(not p["meets_constraints"] for p in result["plans"])
+    assert result["why"] == "no plan is valid, fits and meets the constraints"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"objective": "cost"}, "objective must be one of latency, throughput, throughput_per_gpu"),
+    ({"workload": {"input_len": 0}}, "workload.input_len must be an integer from 1"),
+    ({"workload": {"concurrency": []}}, "workload.concurrency must be a list of 1 to 32"),
+    ({"workload": {"concurrency": [1, 0]}}, r"workload.concurrency\[\] must be an integer"),
+    ({"workload": {"prompt": 5}}, "workload has unknown key"),
+    ({"ttft_p99_ms": -1}, "ttft_p99_ms must be a number above 0"),
+    ({"min_user_tokens_per_s": float("nan")}, "min_user_tokens_per_s must be a number above 0"),
+    ({"calibration": {"ratios": {"step_fixed": 100}}}, "calibration.ratios.step_fixed must be a number"),
+])
+def test_bad_performance_inputs_name_the_input(bad, message):
+    with pytest.raises(PlanError, match=message):
+        plan_model(load("meta-llama--Meta-Llama-3.1-70B"), 8, None, "0.32.0", max_model_len=4096, **bad)
+
+
+def test_a_selected_plan_is_estimated_with_the_settled_workload():
+    model = load("meta-llama--Meta-Llama-3.1-70B")
+    result = plan_model(model, 8, None, "0.32.0", max_model_len=4096,
+                        workload={"input_len": 100, "output_len": 50, "concurrency": [2, 6]})
+    selected = evaluate_plan_for(model, {"tp": 4}, result["inputs"])
+    assert [figures["concurrency"] for figures in selected["estimate"]["levels"]] == [2, 6]
+    assert selected["estimate"]["decode_tokens_per_s"] == by_name(result)["TP4"]["estimate"]["decode_tokens_per_s"]
+
+
+def test_single_stream_speed_is_given_even_for_plans_that_do_not_fit():
+    result = plan_model(load("moonshotai--Kimi-K2.5"), 8, None, "0.32.0", max_model_len=32768)
+    tp1 = by_name(result)["TP1"]
+    assert not tp1["fits"] and tp1["estimate"]["decode_tokens_per_s"] > 0
+    assert math.isfinite(tp1["estimate"]["ms_per_token"])
