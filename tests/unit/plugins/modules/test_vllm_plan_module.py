@@ -122,6 +122,11 @@ BASE = {"model": MINIMAX, "gpus": 8, "gpu_memory_gib": 89.4, "vllm_version": "0.
     ({"max_model_len": -1}, "max_model_len", "-1"),
     ({"kv_cache_dtype": "banana"}, "kv_cache_dtype", "'banana'"),
     ({"vllm_version": "banana"}, "vllm_version", "'banana'"),
+    ({"workload": {"input_len": 0}}, "workload.input_len", "0"),
+    ({"workload": {"concurrency": [4, -1]}}, "workload.concurrency[]", "-1"),
+    ({"ttft_p99_ms": -5}, "ttft_p99_ms", "-5"),
+    ({"calibration": {"ratios": {"prefill": 50}}}, "calibration.ratios.prefill", "50"),
+    ({"device_spec": {"memory_bandwidth_gbs": -1}}, "device_spec.memory_bandwidth_gbs", "-1"),
 ])
 def test_hostile_numbers_fail_naming_the_option(run_module, changes, named, value):
     # fail_on_invalid is off: a bad input is an error of the task, not a plan vLLM would reject.
@@ -157,3 +162,37 @@ def test_gpus_zero_is_a_bad_value_not_a_missing_one(run_module):
     assert failed
     assert "not set" not in result["msg"]
     assert result["msg"].startswith("gpus must be an integer from 1 to 64") and "got 0" in result["msg"]
+
+
+def test_objective_workload_and_constraints_reach_the_planner(run_module):
+    args = dict(BASE, objective="throughput", workload={"input_len": 2000, "output_len": 500, "concurrency": [1, 64]})
+    result, failed = run_module(vllm_plan.main, args)
+    assert not failed, result.get("msg")
+    assert result["objective"] == "throughput" and result["ranking"][0] == result["recommended"]["name"]
+    assert [level["concurrency"] for level in result["recommended"]["estimate"]["levels"]] == [1, 64]
+    assert result["recommended"]["score"] == result["recommended"]["estimate"]["peak_output_tokens_per_s"]
+    assert result["why"].startswith(result["recommended"]["name"] + " beats")
+    latency, failed = run_module(vllm_plan.main, dict(args, objective="latency"))
+    assert not failed
+    assert latency["recommended"]["score"] == latency["recommended"]["estimate"]["decode_tokens_per_s"]
+    strict, failed = run_module(vllm_plan.main, dict(args, ttft_p99_ms=1.0))
+    assert not failed and strict["recommended"] is None
+
+
+def test_the_default_workload_and_objective_are_documented_values(run_module):
+    result, failed = run_module(vllm_plan.main, dict(BASE))
+    assert not failed, result.get("msg")
+    assert result["objective"] == "throughput"
+    assert result["inputs"]["workload"]["concurrency"] == [1, 4, 16, 64, 256, 1024]
+    assert result["inputs"]["workload"]["input_len"] == 1024 and result["inputs"]["workload"]["output_len"] == 1024
+
+
+def test_calibration_and_a_selected_plan_share_the_settled_inputs(run_module):
+    calibration = {"ratios": {"step_fixed": 2.0, "step_per_seq": 2.0, "prefill": 1.0}, "points": 1, "source": "test"}
+    plain, failed = run_module(vllm_plan.main, dict(BASE, plan={"tp": 4}))
+    assert not failed, plain.get("msg")
+    slower, failed = run_module(vllm_plan.main, dict(BASE, plan={"tp": 4}, calibration=calibration))
+    assert not failed, slower.get("msg")
+    assert slower["selected"]["estimate"]["ms_per_token"] == pytest.approx(2 * plain["selected"]["estimate"]["ms_per_token"],
+                                                                          rel=1e-3)
+    assert slower["selected"]["estimate"]["basis"]["calibration"]["source"] == "test"
