@@ -85,6 +85,12 @@ CPU_STEP_MS = 1.5
 CPU_PER_SEQUENCE_US = 12.0
 # What a request costs before its prefill: API server, tokenisation, queue.
 REQUEST_OVERHEAD_MS = 8.0
+# Data-parallel engines on one node do not scale linearly: DP8 of a dense
+# 32B model on 8 H200 reached about 4x the throughput of DP1 (vLLM 0.11.2,
+# vllm-project/vllm issue 30084): shared front-end, lockstep and padding.
+# Each busy engine beyond the first stretches every engine's step by this
+# share, which gives 4x at 8 engines.
+DP_SCALING_ALPHA = 1.0 / 7.0
 
 CONSTANT_SOURCES = {
     "bandwidth_efficiency": "aiconfigurator 0.12 GEMM databases at M=1 (bf16 79 % of 1,792 GB/s on SM120); "
@@ -97,7 +103,8 @@ CONSTANT_SOURCES = {
     "pipeline": "vLLM sends all running sequences through the stages as one batch (vllm-project/vllm issue 41682; "
                 "PP decode throughput 3x below TP, issue 15330): PP adds memory, not throughput",
     "dp": "vLLM 0.32 AgRsAll2AllManager: DP>1 MoE layers all-gather tokens and reduce-scatter outputs over the DP "
-          "group; coordinate_batch_across_dp synchronises DP ranks every step (docs/vllm-serving-defaults.md)",
+          "group; coordinate_batch_across_dp synchronises DP ranks every step (docs/vllm-serving-defaults.md); DP8 "
+          "scales to about 4x DP1 on one node (vllm-project/vllm issue 30084)",
 }
 
 DEFAULT_WORKLOAD = {"input_len": 1024, "output_len": 1024, "concurrency": [1, 4, 16, 64, 256, 1024]}
@@ -261,6 +268,11 @@ def moe_work(moe, tokens):
     return nbytes, flops
 
 
+def dp_stretch(engines):
+    """How much longer every engine's step takes when ``engines`` DP engines are busy (see DP_SCALING_ALPHA)."""
+    return 1.0 + DP_SCALING_ALPHA * (max(engines, 1) - 1)
+
+
 def roofline_s(nbytes, flops, spec, bandwidth_efficiency, compute_efficiency):
     """Seconds of work per family: the larger of its bytes over the achievable
     bandwidth and its FLOPs over the achievable matrix rate, summed over families."""
@@ -411,6 +423,7 @@ class StepModel(object):
             terms["communication"] += self.comm_s(stage, batch, engines)
         self.eager = eager
         terms["pipeline"] = (pp - 1) * p2p_us(batch * self.hidden * UNQUANTIZED_BYTES, self.spec) * 1e-6
+        terms["data_parallel"] = (dp_stretch(engines) - 1.0) * sum(terms.values())
         return terms
 
     def tpot_s(self, batch, context, engines=1):
@@ -419,7 +432,7 @@ class StepModel(object):
 
     # -- prefill ------------------------------------------------------------
     def prefill_s(self, tokens, prompt_len, chunk, engines=1):
-        """Seconds to prefill ``tokens`` prompt tokens (prompts of ``prompt_len``) in chunks of ``chunk``."""
+        """Seconds to prefill ``tokens`` prompt tokens (prompts of ``prompt_len``) alone, in chunks of ``chunk``."""
         if tokens <= 0:
             return 0.0
         full, rest = divmod(int(tokens), int(chunk))
@@ -437,6 +450,20 @@ class StepModel(object):
             total += (self._floor_s(stage) + self._weights_s(stage, size, logits, engines) + compute
                       + self.comm_s(stage, size, engines))
         return total
+
+    def prefill_in_step_s(self, batch, prompt_len, engines=1):
+        """What one prompt adds to a decode step of ``batch`` sequences when chunked prefill runs it alongside
+        (vLLM's default): the weights are read for the decodes anyway, so the prompt costs its extra matrix work,
+        its extra experts, its attention and its share of the all-reduces."""
+        extra = 0.0
+        for index, stage in enumerate(self.stages):
+            last = index == len(self.stages) - 1
+            with_prompt = self._weights_s(stage, batch + prompt_len, batch + 1 if last else 0, engines)
+            without = self._weights_s(stage, batch, batch if last else 0, engines)
+            _memory, compute = self._attention_s(stage, prompt_len, prompt_len / 2.0)
+            extra += (with_prompt - without) + compute
+            extra += self.comm_s(stage, batch + prompt_len, engines) - self.comm_s(stage, batch, engines)
+        return extra * dp_stretch(engines) * self.ratio_prefill
 
 
 # ---------------------------------------------------------------------------
@@ -480,23 +507,25 @@ def level(step, concurrency, dp, workload, capacity, limits):
     context = input_len + output_len / 2.0
     base, growth = step.decode_parts(running, context, engines)
     tpot = step.ratio_base * base + step.ratio_growth * growth
-    chunk = limits["max_num_batched_tokens"]
-    prefill = step.prefill_s(input_len, input_len, chunk, engines)
+    prefill = step.prefill_in_step_s(running, input_len, engines)
     cycle = (output_len - 1) * tpot + running * prefill
-    service_ttft = REQUEST_OVERHEAD_MS * 1e-3 + tpot / 2.0 + prefill
+    # The first token: the request overhead, half a step until the next step
+    # boundary, then the step that carries its prompt.
+    service_ttft = REQUEST_OVERHEAD_MS * 1e-3 + 1.5 * tpot + prefill
     wait = (per_engine / float(running) - 1.0) * cycle
     if per_engine > running:
         limited_by = "max_num_seqs" if running == limits["max_num_seqs"] else "kv_cache"
     else:
         limited_by = "batch" if step.ratio_growth * growth > step.ratio_base * base else "latency"
+    # A closed loop's requests end in waves: the last prompt of a wave waits for the others' prefills.
+    last_of_wave = service_ttft + (running - 1) * prefill / 2.0
     return {
         "concurrency": concurrency,
-        "output_tokens_per_s": round(engines * running * output_len / (cycle + prefill), 1),
+        "output_tokens_per_s": round(engines * running * output_len / cycle, 1),
         "tpot_ms": round(tpot * 1e3, 3),
         "ttft_ms": round((wait + service_ttft) * 1e3, 1),
         # The last of the waiting clients waits for every turn before its own.
-        "ttft_p99_ms": round(((math.ceil(per_engine / float(running)) - 1) * cycle + service_ttft + running * prefill) * 1e3
-                             if per_engine > running else (service_ttft + (running - 1) * prefill / 2.0) * 1e3, 1),
+        "ttft_p99_ms": round(((math.ceil(per_engine / float(running)) - 1) * cycle + last_of_wave) * 1e3, 1),
         "user_tokens_per_s": round(1.0 / tpot, 1),
         "running": running,
         "limited_by": limited_by,
@@ -588,6 +617,7 @@ def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration
         "cpu_per_sequence_us": CPU_PER_SEQUENCE_US,
         "cpu_exposed": step.cpu_exposed,
         "request_overhead_ms": REQUEST_OVERHEAD_MS,
+        "dp_scaling_alpha": round(DP_SCALING_ALPHA, 4),
         "allreduces_per_layer": step.allreduces_per_layer,
         "scheduler": limits,
         "workload": {"input_len": workload["input_len"], "output_len": workload["output_len"]},
