@@ -423,3 +423,21 @@ def test_single_stream_speed_is_given_even_for_plans_that_do_not_fit():
     tp1 = by_name(result)["TP1"]
     assert not tp1["fits"] and tp1["estimate"]["decode_tokens_per_s"] > 0
     assert math.isfinite(tp1["estimate"]["ms_per_token"])
+
+
+def test_a_prompt_in_a_running_batch_costs_less_than_prefilling_it_alone():
+    # Chunked prefill: the decodes read the weights anyway, the prompt adds its matrix work and all-reduce bytes.
+    model = step_model("MiniMaxAI--MiniMax-M2.5", plan(tp=4))
+    alone = model.prefill_s(1000, 1000, 8192)
+    along = model.prefill_in_step_s(64, 1000)
+    assert 0 < along < alone
+    assert model.prefill_in_step_s(64, 4000) > along
+
+
+def test_busy_data_parallel_engines_stretch_each_others_steps():
+    assert perf.dp_stretch(1) == 1.0
+    assert perf.dp_stretch(8) == pytest.approx(2.0)  # DP8 gives about 4x DP1's throughput (vLLM issue 30084)
+    model = step_model("MiniMaxAI--MiniMax-M2.5", plan(dp=8, ep=True))
+    one = model.decode_breakdown(16, 1000, 1)
+    eight = model.decode_breakdown(16, 1000, 8)
+    assert one["data_parallel"] == 0.0 and eight["data_parallel"] > 0
