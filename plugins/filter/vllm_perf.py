@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import calibration_from_levels
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import calibration_from_levels, prediction_errors
 
 
 def vllm_calibration(estimate, levels, source=None):
@@ -29,6 +29,14 @@ def vllm_calibration(estimate, levels, source=None):
         raise AnsibleFilterError(str(exc))
 
 
+def vllm_prediction_errors(estimate, levels):
+    if not isinstance(estimate, dict) or not isinstance(levels, (list, tuple)):
+        raise AnsibleFilterError("vllm_prediction_errors takes a plan's estimate (a dict) and the levels of "
+                                 "gauntlet.vllm.vllm_bench (a list), got %s and %s"
+                                 % (type(estimate).__name__, type(levels).__name__))
+    return prediction_errors(estimate, list(levels))
+
+
 class FilterModule(object):
     def filters(self):
-        return {"vllm_calibration": vllm_calibration}
+        return {"vllm_calibration": vllm_calibration, "vllm_prediction_errors": vllm_prediction_errors}

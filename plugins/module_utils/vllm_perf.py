@@ -723,3 +723,25 @@ def check_calibration(calibration):
             raise ValueError("calibration.ratios.%s must be a number from %s to %s, got %r" % (key, RATIO_BOUNDS[0],
                                                                                                RATIO_BOUNDS[1], value))
     return calibration
+
+
+def prediction_errors(estimate, measured_levels):
+    """Per concurrency level the estimate has, predicted against measured output tok/s and TPOT (median), with
+    relative errors in percent, and the median of the absolute errors; levels missing on either side are skipped."""
+    predicted = dict((figures["concurrency"], figures) for figures in (estimate or {}).get("levels") or [])
+    rows = []
+    for measured in measured_levels or []:
+        figures = predicted.get(measured.get("concurrency")) if isinstance(measured, dict) else None
+        if not figures or not figures.get("tpot_ms"):
+            continue
+        row = {"concurrency": measured["concurrency"]}
+        for key, measured_value, predicted_value in (
+                ("output_tokens_per_s", _figure(measured.get("output_tokens_per_s")), figures["output_tokens_per_s"]),
+                ("tpot_ms", _figure(measured.get("tpot_ms")), figures["tpot_ms"])):
+            row[key] = {"measured": measured_value, "predicted": predicted_value,
+                        "error_pct": round((predicted_value - measured_value) / measured_value * 100.0, 1)
+                        if measured_value else None}
+        rows.append(row)
+    errors = [abs(row[key]["error_pct"]) for row in rows for key in ("output_tokens_per_s", "tpot_ms")
+              if row[key]["error_pct"] is not None]
+    return {"levels": rows, "median_abs_error_pct": round(_median(errors), 1) if errors else None}

@@ -43,3 +43,19 @@ def test_the_filter_is_registered_and_returns_the_ratios():
 def test_bad_inputs_are_filter_errors(bad_estimate, bad_levels, message):
     with pytest.raises(AnsibleFilterError, match=message):
         vllm_calibration(bad_estimate, bad_levels)
+
+
+def test_prediction_errors_per_level_and_their_median():
+    from ansible_collections.gauntlet.vllm.plugins.filter.vllm_perf import vllm_prediction_errors
+    predicted = estimate()
+    one, sixteen = predicted["levels"]
+    levels = [{"concurrency": 1, "output_tokens_per_s": one["output_tokens_per_s"] / 2, "tpot_ms": {"median": one["tpot_ms"]}},
+              {"concurrency": 16, "output_tokens_per_s": sixteen["output_tokens_per_s"], "tpot_ms": {"median": sixteen["tpot_ms"] * 2}},
+              {"concurrency": 3, "output_tokens_per_s": 1.0, "tpot_ms": 1.0}]
+    errors = vllm_prediction_errors(predicted, levels)
+    assert [row["concurrency"] for row in errors["levels"]] == [1, 16]
+    assert errors["levels"][0]["output_tokens_per_s"]["error_pct"] == pytest.approx(100.0, abs=0.2)
+    assert errors["levels"][1]["tpot_ms"]["error_pct"] == pytest.approx(-50.0, abs=0.2)
+    assert errors["median_abs_error_pct"] == pytest.approx(25.0, abs=0.2)  # 100, 0, 0, 50
+    with pytest.raises(AnsibleFilterError, match="vllm_prediction_errors takes"):
+        vllm_prediction_errors([], levels)
