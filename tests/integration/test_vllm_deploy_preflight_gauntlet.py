@@ -78,3 +78,80 @@ def test_the_entrys_objective_decides_the_order(tmp_path):
     assert all(note.startswith("latency score ") for name, note in order)
     values = [score(note) for name, note in order]
     assert values == sorted(values, reverse=True)
+
+
+# After each candidate the gauntlet learns from its record (tasks/learn.yml, included by run_candidate.yml).
+LEARN_PLAYBOOK = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Start from what the inventory gave
+      ansible.builtin.set_fact:
+        vllm_gauntlet__calibration: {}
+        vllm_gauntlet__calibration_from: ""
+    - name: Learn
+      ansible.builtin.include_role:
+        name: gauntlet.vllm.vllm_gauntlet
+        tasks_from: learn
+      vars:
+        vllm_gauntlet_name: arena
+        vllm_gauntlet__candidate: {name: tp4, model: minimax}
+        vllm_gauntlet__verdict: {estimate: "{{ test_estimate }}"}
+        vllm_gauntlet__record_file: "{{ test_record_file }}"
+    - name: Show
+      ansible.builtin.debug:
+        msg: "LEARNT={{ {'calibration': vllm_gauntlet__calibration, 'from': vllm_gauntlet__calibration_from} | to_json }}"
+"""
+
+
+def tp4_estimate():
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import plan_model
+    planned = plan_model(load_model_config(MINIMAX), 8, 95.6, "0.28.0", max_model_len=32768,
+                         workload={"input_len": 512, "output_len": 128, "concurrency": [1, 8, 32]})
+    return [plan for plan in planned["plans"] if plan["name"] == "TP4"][0]["estimate"]
+
+
+def swept(estimate, slower=1.3):
+    """A vllm_bench sweep of the plan: TPOT `slower` times the estimate's, TTFT as predicted."""
+    def stats(value):
+        return {"mean": value, "median": value, "p90": value, "p99": value}
+    return [{"concurrency": level["concurrency"], "output_tokens_per_s": level["output_tokens_per_s"] / slower,
+             "completed": 16, "failed": 0, "tpot_ms": stats(level["tpot_ms"] * slower), "ttft_ms": stats(level["ttft_ms"])}
+            for level in estimate["levels"]]
+
+
+def learn(tmp_path, estimate, record):
+    playbook = tmp_path / "learn.yml"
+    playbook.write_text(LEARN_PLAYBOOK)
+    (tmp_path / "record.json").write_text(json.dumps(record))
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps({"test_estimate": estimate, "test_record_file": str(tmp_path / "record.json")}))
+    command = [shutil.which("ansible-playbook"), str(playbook), "-e", "@" + str(extra)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                                     ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    assert result.returncode == 0, result.stdout[-4000:]
+    found = re.findall(r'"msg": ("LEARNT=.*")', result.stdout)
+    return json.loads(json.loads(found[-1])[len("LEARNT="):]), result.stdout
+
+
+def test_a_measured_record_calibrates_the_planner_for_the_next_candidates(tmp_path):
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import calibration_from_levels
+    estimate = tp4_estimate()
+    levels = swept(estimate)
+    learnt, dummy = learn(tmp_path, estimate, {"status": "measured", "result": {"levels": levels}})
+    source = "gauntlet arena, candidate tp4 on localhost"
+    assert learnt == {"calibration": calibration_from_levels(estimate, levels, source=source), "from": "tp4"}
+    assert learnt["calibration"]["ratios"]["step_fixed"] > 1.0 and learnt["calibration"]["source"] == source
+
+
+def test_a_record_that_was_not_measured_or_does_not_match_teaches_nothing(tmp_path):
+    estimate = tp4_estimate()
+    failed = {"status": "failed", "reason": "did not become ready", "result": {"levels": swept(estimate)}}
+    assert learn(tmp_path, estimate, failed)[0] == {"calibration": {}, "from": ""}
+    other_levels = [dict(level, concurrency=level["concurrency"] + 3) for level in swept(estimate)]
+    learnt, output = learn(tmp_path, estimate, {"status": "measured", "result": {"levels": other_levels}})
+    assert learnt == {"calibration": {}, "from": ""}
+    assert re.search(r"No calibration from tp4: [^\n]*calibration: no measured level matches a predicted concurrency level", output)
