@@ -190,7 +190,7 @@ options:
     description:
       - Measured-against-predicted ratios per component from an earlier sweep on the same host, as the filter
         C(gauntlet.vllm.vllm_calibration) returns them (C(ratios) with C(step_fixed), C(step_per_seq), C(prefill),
-        each from 0.05 to 20). Applied to every plan's estimate and shown in RV(plans[].estimate.basis).
+        each from 0.01 to 100). Applied to every plan's estimate and shown in RV(plans[].estimate.basis).
     type: dict
   device_spec:
     description:

@@ -402,7 +402,7 @@ def test_a_constraint_no_plan_meets_leaves_nothing_recommended():
     ({"workload": {"prompt": 5}}, "workload has unknown key"),
     ({"ttft_p99_ms": -1}, "ttft_p99_ms must be a number above 0"),
     ({"min_user_tokens_per_s": float("nan")}, "min_user_tokens_per_s must be a number above 0"),
-    ({"calibration": {"ratios": {"step_fixed": 100}}}, "calibration.ratios.step_fixed must be a number"),
+    ({"calibration": {"ratios": {"step_fixed": 1000}}}, "calibration.ratios.step_fixed must be a number"),
 ])
 def test_bad_performance_inputs_name_the_input(bad, message):
     with pytest.raises(PlanError, match=message):

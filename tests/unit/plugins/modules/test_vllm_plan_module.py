@@ -125,7 +125,7 @@ BASE = {"model": MINIMAX, "gpus": 8, "gpu_memory_gib": 89.4, "vllm_version": "0.
     ({"workload": {"input_len": 0}}, "workload.input_len", "0"),
     ({"workload": {"concurrency": [4, -1]}}, "workload.concurrency[]", "-1"),
     ({"ttft_p99_ms": -5}, "ttft_p99_ms", "-5"),
-    ({"calibration": {"ratios": {"prefill": 50}}}, "calibration.ratios.prefill", "50"),
+    ({"calibration": {"ratios": {"prefill": 500}}}, "calibration.ratios.prefill", "500"),
     ({"device_spec": {"memory_bandwidth_gbs": -1}}, "device_spec.memory_bandwidth_gbs", "-1"),
 ])
 def test_hostile_numbers_fail_naming_the_option(run_module, changes, named, value):
