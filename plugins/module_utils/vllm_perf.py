@@ -491,12 +491,14 @@ def sequences_that_fit(kv_tokens, input_len, output_len):
 def level(step, concurrency, dp, workload, capacity, limits):
     """The figures of one closed-loop concurrency level.
 
-    Each engine decodes ``running`` sequences; every request also needs its
-    prefill, which shares the steps (chunked prefill): per completed request
-    the engine spends ``output_len - 1`` decode steps among ``running`` and
-    its own prefill. Clients beyond ``running`` wait their turn (Little's law).
-    A request's first token comes after the request overhead, half a decode
-    step (it joins at a step boundary) and its prefill."""
+    Each engine decodes ``running`` sequences. Every prompt rides along one
+    decode step (chunked prefill), so the other clients' prompts stretch
+    each sequence's steps by ``(running - 1) x prompt / output_len`` on
+    average. A request's first token comes after the request overhead, half a
+    step until the next step boundary, and the step that carries its prompt;
+    then ``output_len - 1`` steps. Each client sends its next request when
+    one ends, so output tok/s = clients served x output_len / request time;
+    clients beyond ``running`` wait their turn (Little's law)."""
     input_len, output_len = workload["input_len"], workload["output_len"]
     per_engine = int(math.ceil(concurrency / float(dp)))
     engines = min(concurrency, dp)
@@ -506,32 +508,33 @@ def level(step, concurrency, dp, workload, capacity, limits):
                 "ttft_p99_ms": None, "user_tokens_per_s": None, "running": 0, "limited_by": "kv_cache", "parts": None}
     context = input_len + output_len / 2.0
     base, growth = step.decode_parts(running, context, engines)
-    tpot = step.ratio_base * base + step.ratio_growth * growth
+    step_s = step.ratio_base * base + step.ratio_growth * growth
     prefill = step.prefill_in_step_s(running, input_len, engines)
-    cycle = (output_len - 1) * tpot + running * prefill
-    # The first token: the request overhead, half a step until the next step
-    # boundary, then the step that carries its prompt.
-    service_ttft = REQUEST_OVERHEAD_MS * 1e-3 + 1.5 * tpot + prefill
-    wait = (per_engine / float(running) - 1.0) * cycle
+    stretch = (running - 1) * prefill / output_len
+    tpot = step_s + stretch
+    service_ttft = REQUEST_OVERHEAD_MS * 1e-3 + 1.5 * step_s + prefill
+    request = service_ttft + (output_len - 1) * tpot
+    wait = (per_engine / float(running) - 1.0) * request
     if per_engine > running:
         limited_by = "max_num_seqs" if running == limits["max_num_seqs"] else "kv_cache"
     else:
-        limited_by = "batch" if step.ratio_growth * growth > step.ratio_base * base else "latency"
-    # A closed loop's requests end in waves: the last prompt of a wave waits for the others' prefills.
-    last_of_wave = service_ttft + (running - 1) * prefill / 2.0
+        limited_by = "batch" if step.ratio_growth * growth + stretch > step.ratio_base * base else "latency"
+    # A closed loop's requests start in waves: the last prompt of a wave waits for the others'.
+    last_of_wave = service_ttft + (running - 1) * prefill
     return {
         "concurrency": concurrency,
-        "output_tokens_per_s": round(engines * running * output_len / cycle, 1),
+        "output_tokens_per_s": round(engines * running * output_len / request, 1),
         "tpot_ms": round(tpot * 1e3, 3),
         "ttft_ms": round((wait + service_ttft) * 1e3, 1),
         # The last of the waiting clients waits for every turn before its own.
-        "ttft_p99_ms": round(((math.ceil(per_engine / float(running)) - 1) * cycle + last_of_wave) * 1e3, 1),
+        "ttft_p99_ms": round(((math.ceil(per_engine / float(running)) - 1) * request + last_of_wave) * 1e3, 1),
         "user_tokens_per_s": round(1.0 / tpot, 1),
         "running": running,
         "limited_by": limited_by,
         # Uncalibrated parts, for calibration_from_levels.
         "parts": {"tpot_base_ms": round(base * 1e3, 4), "tpot_growth_ms": round(growth * 1e3, 4),
-                  "prefill_ms": round(prefill / step.ratio_prefill * 1e3, 3),
+                  "prefill_ms": round(prefill / step.ratio_prefill * 1e3, 4),
+                  "stretch_ms": round(stretch / step.ratio_prefill * 1e3, 4),
                   "ttft_service_ms": round(service_ttft * 1e3, 3)},
     }
 
@@ -674,38 +677,61 @@ def _fit_tpot(pairs):
     return base, growth
 
 
+def _matched_levels(estimate, measured_levels):
+    """[(measured TPOT ms or None, measured TTFT ms or None, predicted parts)] for the levels both sides have."""
+    predicted = dict((figures["concurrency"], figures) for figures in (estimate or {}).get("levels") or []
+                     if figures.get("parts"))
+    matched = []
+    for measured in measured_levels or []:
+        figures = predicted.get(measured.get("concurrency")) if isinstance(measured, dict) else None
+        if figures:
+            queued = figures["limited_by"] not in ("latency", "batch")
+            matched.append((_figure(measured.get("tpot_ms")), None if queued else _figure(measured.get("ttft_ms")),
+                            figures["parts"]))
+    return matched, sorted(predicted)
+
+
+def _fit_prefill(ttfts, base, growth):
+    """The prefill ratio that makes overhead + 1.5 steps + prefill meet the measured TTFTs (median), or 1.0."""
+    ratios = []
+    for ttft, parts in ttfts:
+        step_ms = base * parts["tpot_base_ms"] + growth * parts["tpot_growth_ms"]
+        rest = ttft - REQUEST_OVERHEAD_MS - 1.5 * step_ms
+        if parts["prefill_ms"] > 0 and rest > 0:
+            ratios.append(rest / parts["prefill_ms"])
+    return _median(ratios) if ratios else 1.0
+
+
 def calibration_from_levels(estimate, measured_levels, source=None):
     """Measured-against-predicted ratios per component from a bench sweep of
     the same plan and workload: ``step_fixed`` (what one sequence's decode
-    step costs), ``step_per_seq`` (what more sequences add) and ``prefill``.
+    step costs), ``step_per_seq`` (what more sequences add) and ``prefill``
+    (a prompt's share of a step, seen in TTFT and in the other clients' TPOT).
 
     ``estimate`` is a plan's estimate from the planner (calibrated or not: its
     uncalibrated parts are used); ``measured_levels`` the ``levels`` of
     gauntlet.vllm.vllm_bench (concurrency, tpot_ms, ttft_ms). Levels the
     estimate lacks, or without figures, are skipped; ValueError when none is left."""
-    predicted = dict((figures["concurrency"], figures) for figures in (estimate or {}).get("levels") or []
-                     if figures.get("parts"))
-    tpot_pairs, ttft_ratios = [], []
-    for measured in measured_levels or []:
-        figures = predicted.get(measured.get("concurrency")) if isinstance(measured, dict) else None
-        if not figures:
-            continue
-        tpot = _figure(measured.get("tpot_ms"))
-        if tpot:
-            tpot_pairs.append((tpot, figures["parts"]["tpot_base_ms"], figures["parts"]["tpot_growth_ms"]))
-        ttft = _figure(measured.get("ttft_ms"))
-        service = figures["parts"]["ttft_service_ms"]
-        if ttft and service and figures["limited_by"] in ("latency", "batch"):
-            ttft_ratios.append(ttft / service)
-    if not tpot_pairs:
+    matched, predicted = _matched_levels(estimate, measured_levels)
+    tpots = [(tpot, parts) for tpot, _ttft, parts in matched if tpot]
+    ttfts = [(ttft, parts) for _tpot, ttft, parts in matched if ttft]
+    if not tpots:
         raise ValueError("calibration: no measured level matches a predicted concurrency level with a TPOT figure "
-                         "(predicted levels: %s)" % (sorted(predicted) or "none"))
-    base, growth = _fit_tpot(tpot_pairs)
-    prefill = _median(ttft_ratios) if ttft_ratios else 1.0
+                         "(predicted levels: %s)" % (predicted or "none"))
+    prefill = 1.0
+    for _round in range(50):
+        # The step's own ratios from TPOT less the other prompts' share, then the prefill ratio from TTFT,
+        # until the prefill ratio settles.
+        pairs = [(max(tpot - prefill * parts["stretch_ms"], 1e-6), parts["tpot_base_ms"], parts["tpot_growth_ms"])
+                 for tpot, parts in tpots]
+        base, growth = _fit_tpot(pairs)
+        settled, prefill = prefill, _clamp(_fit_prefill(ttfts, base, growth))
+        if abs(prefill - settled) < 1e-6 * prefill:
+            break
     return {
         "ratios": {"step_fixed": round(_clamp(base), 4), "step_per_seq": round(_clamp(growth), 4),
-                   "prefill": round(_clamp(prefill), 4)},
-        "points": len(tpot_pairs),
+                   "prefill": round(prefill, 4)},
+        "points": len(tpots),
         "source": source or "measured sweep",
     }
 

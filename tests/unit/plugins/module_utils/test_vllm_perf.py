@@ -287,11 +287,15 @@ def estimate_of(name="meta-llama--Meta-Llama-3.1-70B", calibration=None, concurr
 
 
 def measured_from(estimate, base_ratio, growth_ratio, prefill_ratio):
-    return [{"concurrency": figures["concurrency"],
-             "tpot_ms": {"median": base_ratio * figures["parts"]["tpot_base_ms"]
-                         + growth_ratio * figures["parts"]["tpot_growth_ms"]},
-             "ttft_ms": {"median": prefill_ratio * figures["parts"]["ttft_service_ms"]}}
-            for figures in estimate["levels"]]
+    """A sweep as the model would measure it were its parts off by these ratios."""
+    levels = []
+    for figures in estimate["levels"]:
+        parts = figures["parts"]
+        step = base_ratio * parts["tpot_base_ms"] + growth_ratio * parts["tpot_growth_ms"]
+        levels.append({"concurrency": figures["concurrency"],
+                       "tpot_ms": {"median": step + prefill_ratio * parts["stretch_ms"]},
+                       "ttft_ms": {"median": perf.REQUEST_OVERHEAD_MS + 1.5 * step + prefill_ratio * parts["prefill_ms"]}})
+    return levels
 
 
 def test_calibration_recovers_the_ratios_of_a_sweep():
