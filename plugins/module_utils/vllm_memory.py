@@ -48,6 +48,7 @@ RUNTIME_RESERVE_GIB = 3.0
 #   mxfp4 group 32: one e8m0 scale per 32 weights
 UNQUANTIZED_BYTES = 2.0
 
+
 def weight_bytes_per_element(quantization):
     """Bytes per quantized weight element, scales included (None: bf16)."""
     if not quantization:

@@ -166,8 +166,8 @@ def _hopper_points():
     kimi_quote = ("We used the following script to benchmark `moonshotai/Kimi-K2-Thinking` on 8*H200. ... TP8 Benchmark "
                   "Output ... Output token throughput (tok/s): 485.78 ... Peak concurrent requests: 988.00")
     kimi = ("H200", 8, "nvlink", "moonshotai--Kimi-K2.5", "int4 w4a16", 8, 1, 1, False, None)
-    points.append(_point("h200-kimi-k2-thinking-int4-tp8-rr100", (kimi_url, "vLLM recipes: moonshotai/Kimi-K2-Thinking",
-                                                                    "2025-11-07", kimi_quote),
+    kimi_source = (kimi_url, "vLLM recipes: moonshotai/Kimi-K2-Thinking", "2025-11-07", kimi_quote)
+    points.append(_point("h200-kimi-k2-thinking-int4-tp8-rr100", kimi_source,
                          ("output_tokens_per_s", 485.78), kimi, (8000, 4000, 988),
                          "request-rate 100 with 1000 prompts, not a fixed client count: concurrency is the source's peak "
                          "concurrent requests (988); KV-cache bound (mean TTFT 271 s), prefill-heavy. 2 of 1000 failed. "

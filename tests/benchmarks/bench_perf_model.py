@@ -14,7 +14,6 @@ __metaclass__ = type
 
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -29,15 +28,15 @@ def _error_line(label, errors):
     median = sorted(errors)[len(errors) // 2]
     worst = ordered[-1]
     within = sum(1 for e in errors if abs(e) <= 30.0)
-    return "%-34s n=%-3d median %+6.1f %%  worst %+7.1f %%  within 30 %%: %d/%d" % (label, len(errors), median, worst,
-                                                                                       within, len(errors))
+    return "%-34s n=%-3d median %+6.1f %%  worst %+7.1f %%  within 30 %%: %d/%d" % (
+        label, len(errors), median, worst, within, len(errors))
 
 
 def print_points():
     rows, skipped = evaluate_points()
     print("Public points (vllm_perf_points.py): predicted against measured")
-    print("%-42s %-16s %-8s %5s %-19s %10s %10s %8s" % ("id", "gpu", "plan", "C", "metric", "measured", "predicted",
-                                                          "error"))
+    print("%-42s %-16s %-8s %5s %-19s %10s %10s %8s" % (
+        "id", "gpu", "plan", "C", "metric", "measured", "predicted", "error"))
     for row in rows:
         print("%-42s %-16s %-8s %5d %-19s %10.1f %10.1f %+7.1f%%" % (
             row["id"][:42], "%s x%d" % (row["gpu"], row["gpus"]), row["plan"], row["concurrency"], row["metric"],

@@ -43,9 +43,8 @@ def run_preflight(tmp_path, entry=None, **extra):
     playbook = tmp_path / "play.yml"
     playbook.write_text(PLAYBOOK)
     # The catalogue; the planner reads the model's config.json from the controller copy (source_dir).
-    extra_vars = dict({"vllm_deploy_models": {"minimax": dict({"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX,
-                                                                "max_model_len": 32768}, **(entry or {}))}},
-                      **extra)
+    minimax = dict({"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX, "max_model_len": 32768}, **(entry or {}))
+    extra_vars = dict({"vllm_deploy_models": {"minimax": minimax}}, **extra)
     command = [shutil.which("ansible-playbook"), str(playbook), "-e", json.dumps(extra_vars)]
     assert command[0], "ansible-playbook is not on PATH: run through scripts/test.sh"
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,

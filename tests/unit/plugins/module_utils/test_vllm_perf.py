@@ -375,8 +375,8 @@ def by_name(result):
 
 def test_each_objective_ranks_by_its_own_figure():
     model = load("MiniMaxAI--MiniMax-M2.5")
-    common = dict(max_model_len=32768, gpu_name=RTX, workload={"input_len": 1000, "output_len": 1000,
-                                                                "concurrency": [1, 32, 256]})
+    workload = {"input_len": 1000, "output_len": 1000, "concurrency": [1, 32, 256]}
+    common = dict(max_model_len=32768, gpu_name=RTX, workload=workload)
     latency = plan_model(model, 8, None, "0.32.0", objective="latency", **common)
     throughput = plan_model(model, 8, None, "0.32.0", objective="throughput", **common)
     per_gpu = plan_model(model, 8, None, "0.32.0", objective="throughput_per_gpu", **common)

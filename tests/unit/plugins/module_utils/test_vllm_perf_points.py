@@ -23,6 +23,11 @@ KEYS = set(STRINGS + INTS + OPTIONAL_INTS + ("ep", "vllm_version", "value"))
 POINTS = vllm_perf_points.POINTS
 
 
+def _exactly(value, kind):
+    """``value`` is of ``kind`` itself, not a subclass (True is an int to isinstance)."""
+    return isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+
+
 def point_problems(point):
     """Every way one point breaks the documented shape, as short sentences (empty when it is well formed)."""
     problems = []
@@ -30,14 +35,14 @@ def point_problems(point):
         problems.append("keys differ: missing %s, extra %s" % (sorted(KEYS - set(point)), sorted(set(point) - KEYS)))
         return problems
     problems += ["%s is not a non-empty str" % key for key in STRINGS if not isinstance(point[key], str) or not point[key].strip()]
-    problems += ["%s is not an int >= 1" % key for key in INTS if type(point[key]) is not int or point[key] < 1]
+    problems += ["%s is not an int >= 1" % key for key in INTS if not _exactly(point[key], int) or point[key] < 1]
     problems += ["%s is not None or an int >= 1" % key for key in OPTIONAL_INTS
-                 if point[key] is not None and (type(point[key]) is not int or point[key] < 1)]
-    if type(point["ep"]) is not bool:
+                 if point[key] is not None and (not _exactly(point[key], int) or point[key] < 1)]
+    if not _exactly(point["ep"], bool):
         problems.append("ep is not a bool")
     if point["vllm_version"] is not None and not isinstance(point["vllm_version"], str):
         problems.append("vllm_version is not None or a str")
-    if type(point["value"]) is not float or not point["value"] > 0:
+    if not _exactly(point["value"], float) or not point["value"] > 0:
         problems.append("value is not a positive float")
     # The checks of meaning compare values, so they run only on a point whose types are right.
     return problems or meaning_problems(point)
