@@ -22,6 +22,7 @@ import time
 FLOPS_PER_CYCLE = (("avx512f", 64), ("avx2", 32), ("sse2", 16))
 DEFAULT_MHZ = 2000.0
 COPY_MIB = 256
+CPU_GEMM_FLOOR_US = 20.0
 COPY_ROUNDS = 3
 
 
@@ -80,7 +81,10 @@ def cpu_device_spec(cores=None, cpuinfo_path="/proc/cpuinfo", bandwidth_gbs=None
     measured = bandwidth_gbs is None
     bandwidth = measure_copy_bandwidth_gbs() if measured else bandwidth_gbs
     tflops = cores * clock * 1e6 * per_cycle / 1e12
+    # The copy is what the host streams, so the planner takes all of it; a CPU matrix call costs tens of
+    # microseconds however small (oneDNN dispatch).
     spec = {"name": "cpu (%s, %d cores)" % (model, cores), "memory_bandwidth_gbs": round(bandwidth, 2),
+            "bandwidth_efficiency": 1.0, "gemm_floor_us": CPU_GEMM_FLOOR_US,
             "tflops": {"bf16": round(tflops, 4)}, "link": "pcie", "cuda_graphs": False}
     basis = {"cores": cores, "cores_from": "sched_getaffinity" if hasattr(os, "sched_getaffinity") else "cpu_count",
              "mhz": clock, "mhz_from": cpuinfo_path if mhz else "default %d MHz" % DEFAULT_MHZ,

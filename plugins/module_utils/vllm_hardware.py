@@ -27,34 +27,38 @@ GIB = 1024 ** 3
 # ``nccl_us`` the time of a small (decode-sized, <= 8 KiB) NCCL all-reduce,
 # ``custom_us`` vLLM's custom all-reduce in a CUDA graph where vLLM enables
 # it, ``busbw_gbs`` NCCL's bus bandwidth on a 64 MiB all-reduce. Rank counts
-# between the table's rows are interpolated.
+# between the table's rows are interpolated. ``bandwidth_efficiency`` is the
+# share of the memory bandwidth a BF16 GEMM at M=1 streams (H200: measured,
+# tests/unit/fixtures/perf/h200-micro.json and the 8B decode step; RTX PRO
+# 6000: aiconfigurator's GEMM database), ``gemm_floor_us`` the shortest a
+# GEMM takes (H200 measured about 4 us; aiconfigurator about 6 us on SM120).
 GPU_SPECS = {
     "RTX PRO 6000": {
         # NVML reports 97,887 MiB on the Server Edition (issue 15; 95.6 GiB).
         "memory_gib": 97887 / 1024.0, "memory_bandwidth_gbs": 1792.0,
         "tflops": {"bf16": 467.8, "fp8": 935.6, "fp4": 1871.2},
-        "link": "pcie",
+        "link": "pcie", "bandwidth_efficiency": 0.79, "gemm_floor_us": 6.0,
         "allreduce": {"nccl_us": {2: 6.31, 4: 13.36, 8: 25.53}, "custom_us": {2: 4.17},
                       "busbw_gbs": {2: 36.5, 4: 25.0, 8: 23.8}},
     },
     "H200": {
         "memory_gib": 150754820096 / float(GIB), "memory_bandwidth_gbs": 4800.0,
         "tflops": {"bf16": 989.0, "fp8": 1979.0},
-        "link": "nvlink",
+        "link": "nvlink", "bandwidth_efficiency": 0.89, "gemm_floor_us": 4.0,
         "allreduce": {"nccl_us": {2: 6.17, 4: 9.76, 8: 16.59}, "custom_us": {2: 4.50, 4: 4.56, 8: 4.78},
                       "busbw_gbs": {2: 274.0, 4: 312.0, 8: 367.0}},
     },
     "H100": {
         "memory_gib": 80.0e9 / GIB, "memory_bandwidth_gbs": 3350.0,
         "tflops": {"bf16": 989.0, "fp8": 1979.0},
-        "link": "nvlink",
+        "link": "nvlink", "bandwidth_efficiency": 0.89, "gemm_floor_us": 4.0,
         "allreduce": {"nccl_us": {2: 6.26, 4: 9.84, 8: 15.84}, "custom_us": {2: 4.21, 4: 4.58, 8: 4.65},
                       "busbw_gbs": {2: 266.0, 4: 311.0, 8: 364.0}},
     },
     "B200": {
         "memory_gib": 180.0e9 / GIB, "memory_bandwidth_gbs": 7700.0,
         "tflops": {"bf16": 2250.0, "fp8": 4500.0, "fp4": 9000.0},
-        "link": "nvlink",
+        "link": "nvlink", "bandwidth_efficiency": 0.85, "gemm_floor_us": 4.0,
         "allreduce": {"nccl_us": {2: 9.31, 4: 14.48, 8: 26.47}, "custom_us": {2: 7.0, 4: 7.07, 8: 7.46},
                       "busbw_gbs": {2: 458.0, 4: 555.0, 8: 427.0}},
     },
@@ -68,12 +72,14 @@ SOURCES = {
     "H200": "memory as NVML reports it on the lent H200 (tests/unit/fixtures/gpu/h200-1gpu.nvml.json); 4.8 TB/s and "
             "989 / 1979 TFLOP/s (datasheet, aiconfigurator h200_sxm); all-reduce from aiconfigurator's NCCL and vLLM "
             "custom all-reduce databases",
-    "H100": "H100 SXM datasheet (3.35 TB/s, 989 TFLOP/s dense BF16); all-reduce from aiconfigurator h100_sxm",
-    "B200": "aiconfigurator 0.12 b200_sxm (7.7 TB/s, 2.25 PFLOP/s dense BF16); all-reduce from its databases",
+    "H100": "H100 SXM datasheet (3.35 TB/s, 989 TFLOP/s dense BF16); all-reduce from aiconfigurator h100_sxm; "
+            "bandwidth efficiency and GEMM floor assumed as measured on the H200 (same chip)",
+    "B200": "aiconfigurator 0.12 b200_sxm (7.7 TB/s, 2.25 PFLOP/s dense BF16); all-reduce from its databases; "
+            "bandwidth efficiency and GEMM floor assumed, not measured",
 }
 
-DEVICE_SPEC_KEYS = ("name", "memory_gib", "memory_bandwidth_gbs", "tflops", "link", "link_busbw_gbs",
-                    "allreduce_latency_us", "custom_allreduce_us", "cuda_graphs")
+DEVICE_SPEC_KEYS = ("name", "memory_gib", "memory_bandwidth_gbs", "bandwidth_efficiency", "gemm_floor_us", "tflops",
+                    "link", "link_busbw_gbs", "allreduce_latency_us", "custom_allreduce_us", "cuda_graphs")
 LINKS = ("pcie", "nvlink")
 # vLLM's custom all-reduce (vllm/distributed/device_communicators/
 # custom_all_reduce.py) serves world sizes 2, 4, 6 and 8, only when the GPUs
@@ -123,6 +129,9 @@ def check_device_spec(device_spec):
             checked[key] = dict((str(dtype), _positive("tflops." + str(dtype), rate)) for dtype, rate in value.items())
         else:
             checked[key] = _positive(key, value)
+    if checked.get("bandwidth_efficiency", 0) > 1:
+        raise DeviceSpecError("device_spec.bandwidth_efficiency must be a share of the bandwidth, above 0 and at most 1, "
+                              "got %r" % (checked["bandwidth_efficiency"],))
     return checked
 
 

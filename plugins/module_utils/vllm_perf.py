@@ -55,24 +55,29 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
 # Calibrated constants (docs/perf-model.md "Calibration"): CONSTANT_SOURCES
 # says what each was read or fitted from.
 # ---------------------------------------------------------------------------
-# Share of the memory bandwidth a decode kernel reaches while streaming
-# weights of each kernel family, and while reading the KV cache.
-BANDWIDTH_EFFICIENCY = {"bf16": 0.79, "fp8": 0.77, "w4a16": 0.72, "nvfp4": 0.55, "mxfp4": 0.60}
+# Weight streaming: the device's own efficiency (``bandwidth_efficiency`` in
+# its spec: what a BF16 GEMM at M=1 reaches) times the kernel family's share
+# of it; the KV cache is read at KV_BANDWIDTH_EFFICIENCY of the peak.
+FAMILY_BANDWIDTH = {"bf16": 1.0, "fp8": 0.95, "w4a16": 0.85, "nvfp4": 0.67, "mxfp4": 0.75}
 KV_BANDWIDTH_EFFICIENCY = 0.65
-# Share of the matrix peak a large GEMM reaches (prefill, large batches).
-COMPUTE_EFFICIENCY = {"bf16": 0.70, "fp8": 0.65, "w4a16": 0.45, "nvfp4": 0.55, "mxfp4": 0.40}
+# Share of the matrix peak a GEMM of many rows reaches, by family; a GEMM of
+# M rows reaches M / (M + GEMM_HALF_M) of it (H200: BF16 at M=128 48 %, at
+# M=512 74 % of 989 TFLOP/s).
+COMPUTE_EFFICIENCY = {"bf16": 0.78, "fp8": 0.68, "w4a16": 0.50, "nvfp4": 0.60, "mxfp4": 0.45}
+GEMM_HALF_M = 64.0
 ATTENTION_COMPUTE_EFFICIENCY = 0.45
-# Kernel floors: a GEMM takes at least GEMM_FLOOR_US however few bytes it
-# moves, any other kernel (norm, rotary, activation, routing) KERNEL_US, the
-# attention kernel ATTENTION_FLOOR_US, and an MoE layer's grouped GEMMs
-# (with their alignment and sum kernels) MOE_FLOOR_US by kernel family.
-GEMM_FLOOR_US = 6.0
+# Kernel floors: a layer's dense GEMMs take at least the device's
+# ``gemm_floor_us`` each however few bytes they move; any other kernel
+# (norm, rotary, activation, routing) KERNEL_US, the attention kernel
+# ATTENTION_FLOOR_US, and an MoE layer's routing, alignment and sum kernels
+# with its grouped GEMMs' launch MOE_FLOOR_US by kernel family.
 KERNEL_US = 2.5
 ATTENTION_FLOOR_US = 8.0
-MOE_FLOOR_US = {"bf16": 25.0, "fp8": 30.0, "w4a16": 28.0, "nvfp4": 85.0, "mxfp4": 40.0}
-# Without CUDA graphs every kernel is launched from Python: each costs this
-# much more (torch dispatch and launch).
-EAGER_KERNEL_US = 18.0
+MOE_FLOOR_US = {"bf16": 27.0, "fp8": 31.0, "w4a16": 40.0, "nvfp4": 95.0, "mxfp4": 45.0}
+# Without CUDA graphs every kernel is launched from Python: the CPU spends
+# this much per kernel, and the step takes the longer of the CPU's launches
+# and the GPU's work (they overlap).
+EAGER_KERNEL_US = 55.0
 # A decode step's fixed GPU-side cost (input preparation, sampling) and the
 # CPU scheduler's cost per step and per running sequence. With async
 # scheduling (vLLM's default) the CPU work overlaps the GPU's; a DP > 1
@@ -273,14 +278,21 @@ def dp_stretch(engines):
     return 1.0 + DP_SCALING_ALPHA * (max(engines, 1) - 1)
 
 
-def roofline_s(nbytes, flops, spec, bandwidth_efficiency, compute_efficiency):
+def gemm_efficiency(family, rows):
+    """Share of the family's peak a GEMM of ``rows`` rows reaches."""
+    return COMPUTE_EFFICIENCY[family] * rows / (rows + GEMM_HALF_M)
+
+
+def roofline_s(nbytes, flops, spec, rows):
     """Seconds of work per family: the larger of its bytes over the achievable
-    bandwidth and its FLOPs over the achievable matrix rate, summed over families."""
+    bandwidth and its FLOPs over the achievable matrix rate at ``rows`` rows,
+    summed over families."""
     total = 0.0
-    bandwidth = spec["memory_bandwidth_gbs"] * 1e9
+    bandwidth = spec["memory_bandwidth_gbs"] * 1e9 * spec["bandwidth_efficiency"]
+    rows = max(rows, 1.0)
     for family in set(nbytes) | set(flops):
-        memory = nbytes.get(family, 0.0) / (bandwidth * bandwidth_efficiency[family])
-        compute = flops.get(family, 0.0) / (family_peak(spec, family) * compute_efficiency[family])
+        memory = nbytes.get(family, 0.0) / (bandwidth * FAMILY_BANDWIDTH[family])
+        compute = flops.get(family, 0.0) / (family_peak(spec, family) * gemm_efficiency(family, rows))
         total += max(memory, compute)
     return total
 
@@ -346,33 +358,41 @@ class StepModel(object):
 
     # -- one stage's compute and memory -------------------------------------
     def _floor_s(self, stage):
-        extra = EAGER_KERNEL_US if self.eager else 0.0
+        """The GPU's fixed kernel costs of one stage (dense GEMMs' floors are in _weights_s)."""
         total = 0.0
         for profile, n in stage:
-            kernels = profile["gemms"] + profile["kernels"] + 1
-            layer = (profile["gemms"] * GEMM_FLOOR_US + profile["kernels"] * KERNEL_US + ATTENTION_FLOOR_US
-                     + kernels * extra)
+            layer = profile["kernels"] * KERNEL_US + ATTENTION_FLOOR_US
             if profile["moe"]:
-                layer += MOE_FLOOR_US[profile["moe"]["family"]] + 3 * extra
+                layer += MOE_FLOOR_US[profile["moe"]["family"]]
             total += n * layer
         return total * 1e-6
 
+    def _launches(self, stage):
+        """Kernels one stage launches per step (for the CPU's cost without CUDA graphs)."""
+        return sum(n * (profile["gemms"] + profile["kernels"] + 1 + (3 if profile["moe"] else 0))
+                   for profile, n in stage)
+
     def _weights_s(self, stage, tokens, logits, engines):
-        """Weights of one stage for ``tokens`` tokens per engine, ``logits`` of which go through the lm_head."""
-        nbytes, flops = {}, {}
+        """Weights of one stage for ``tokens`` tokens per engine, ``logits`` of which go through the lm_head: per
+        layer the dense part (never under its GEMMs' floors) and the routed experts the tokens touch."""
+        total = 0.0
+        floor = self.spec["gemm_floor_us"] * 1e-6
         for profile, n in stage:
-            parts = [(profile["dense"].bytes, dict((f, 2.0 * e * tokens) for f, e in profile["dense"].elements.items()))]
+            dense = profile["dense"]
+            flops = dict((f, 2.0 * e * tokens) for f, e in dense.elements.items())
+            layer = max(profile["gemms"] * floor, roofline_s(dense.bytes, flops, self.spec, tokens))
             if profile["moe"]:
-                parts.append(moe_work(profile["moe"], tokens * engines))
-            for part_bytes, part_flops in parts:
-                for family, value in part_bytes.items():
-                    nbytes[family] = nbytes.get(family, 0.0) + n * value
-                for family, value in part_flops.items():
-                    flops[family] = flops.get(family, 0.0) + n * value
+                moe = profile["moe"]
+                routed = tokens * engines
+                expert_bytes, expert_flops = moe_work(moe, routed)
+                touched = moe["experts"] * (1.0 - (1.0 - float(moe["top_k"]) / moe["experts"]) ** routed)
+                rows = routed * moe["top_k"] / max(touched, 1.0)
+                layer += roofline_s(expert_bytes, expert_flops, self.spec, rows)
+            total += n * layer
         if logits:
-            nbytes["bf16"] = nbytes.get("bf16", 0.0) + self.lm_head_elements * UNQUANTIZED_BYTES
-            flops["bf16"] = flops.get("bf16", 0.0) + 2.0 * self.lm_head_elements * logits
-        return roofline_s(nbytes, flops, self.spec, BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY)
+            total += roofline_s({"bf16": self.lm_head_elements * UNQUANTIZED_BYTES},
+                                {"bf16": 2.0 * self.lm_head_elements * logits}, self.spec, logits)
+        return total
 
     def _attention_s(self, stage, queries, context):
         """Attention of ``queries`` tokens over ``context`` cached tokens each: (KV read, FLOPs) seconds."""
@@ -411,18 +431,24 @@ class StepModel(object):
         issue 41682, open on 2026-05; decode throughput of PP 3x below TP in
         issue 15330), so PP adds memory, not throughput."""
         pp = self.plan["pp"]
-        # Batches above the largest CUDA graph run without one.
-        eager, self.eager = self.eager, self.eager or batch > MAX_CUDAGRAPH_BATCH
         terms = {"fixed": self._fixed_s(batch) + self._dp_sync_s(), "floors": 0.0, "weights": 0.0, "attention": 0.0,
                  "communication": 0.0}
+        launches = 0
         for index, stage in enumerate(self.stages):
             memory, compute = self._attention_s(stage, batch, context)
             terms["floors"] += self._floor_s(stage)
             terms["weights"] += self._weights_s(stage, batch, batch if index == pp - 1 else 0, engines)
             terms["attention"] += max(memory, compute)
             terms["communication"] += self.comm_s(stage, batch, engines)
-        self.eager = eager
+            launches += self._launches(stage)
         terms["pipeline"] = (pp - 1) * p2p_us(batch * self.hidden * UNQUANTIZED_BYTES, self.spec) * 1e-6
+        # Without a CUDA graph (eager, or a batch above the largest captured
+        # one) the CPU launches every kernel; the step lasts the longer of that
+        # and the GPU's work.
+        terms["launch"] = 0.0
+        if self.eager or batch > MAX_CUDAGRAPH_BATCH:
+            cpu = launches * EAGER_KERNEL_US * 1e-6
+            terms["launch"] = max(0.0, cpu - sum(terms.values()))
         terms["data_parallel"] = (dp_stretch(engines) - 1.0) * sum(terms.values())
         return terms
 
@@ -444,11 +470,15 @@ class StepModel(object):
     def _prefill_chunk_s(self, size, prompt_len, engines):
         prompts = max(1, int(math.ceil(size / float(prompt_len))))
         total = self._fixed_s(prompts) + self._dp_sync_s()
+        launches = 0
         for index, stage in enumerate(self.stages):
             _memory, compute = self._attention_s(stage, size, prompt_len / 2.0)
             logits = prompts if index == len(self.stages) - 1 else 0
             total += (self._floor_s(stage) + self._weights_s(stage, size, logits, engines) + compute
                       + self.comm_s(stage, size, engines))
+            launches += self._launches(stage)
+        if self.eager:
+            total = max(total, launches * EAGER_KERNEL_US * 1e-6)
         return total
 
     def prefill_in_step_s(self, batch, prompt_len, engines=1):
@@ -607,10 +637,12 @@ def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration
         "allreduce_source": ", ".join(sources),
         "tp_allreduce_us": round(per_call, 3),
         "cuda_graphs": not step.eager,
-        "bandwidth_efficiency": BANDWIDTH_EFFICIENCY,
+        "bandwidth_efficiency": spec["bandwidth_efficiency"],
+        "family_bandwidth": FAMILY_BANDWIDTH,
         "kv_bandwidth_efficiency": KV_BANDWIDTH_EFFICIENCY,
         "compute_efficiency": COMPUTE_EFFICIENCY,
-        "gemm_floor_us": GEMM_FLOOR_US,
+        "gemm_half_m": GEMM_HALF_M,
+        "gemm_floor_us": spec["gemm_floor_us"],
         "kernel_us": KERNEL_US,
         "attention_floor_us": ATTENTION_FLOOR_US,
         "moe_floor_us": MOE_FLOOR_US,

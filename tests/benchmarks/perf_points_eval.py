@@ -110,38 +110,60 @@ def evaluate_points(points=POINTS):
     return rows, skipped
 
 
+# Recordings whose batched steps do not stand for real serving: with dummy weights the router's scores
+# are all about sigmoid(0) = 0.5 and the random e_score_correction_bias decides, so every token picks the
+# same experts (the step at B=16 equals the step at B=1). Their B=1 rows are kept.
+ROUTING_COLLAPSED = {
+    "minimax_m2.5_l16": "dummy weights: sigmoid router + correction bias send every token to the same experts",
+    "kimi_k2.5_l6": "dummy weights: sigmoid router + correction bias send every token to the same experts",
+}
+# The recordings' models whose quantization sits in a ModelOpt sidecar, and where it is.
+H200_SIDECARS = {"llama3.1_70b_fp8": "nvidia--Llama-3.1-70B-Instruct-FP8_hf_quant.json"}
+
+
 def h200_recordings():
-    """Decode steps of the H200 recordings (tests/unit/fixtures/perf/h200-vllm-0.24.json), predicted against measured."""
+    """Decode steps of the H200 recordings (tests/unit/fixtures/perf/h200-vllm-0.24.json): the model's step time
+    for each batch against vLLM's measured one (real vLLM 0.24.0, dummy weights, one H200)."""
     path = os.path.join(PERF_FIXTURES, "h200-vllm-0.24.json")
     if not os.path.exists(path):
         return []
     with open(path) as handle:
         recording = json.load(handle)
     rows = []
-    for entry in recording.get("models") or []:
-        rows.extend(_h200_model_rows(entry))
+    for name, entry in sorted((recording.get("models") or {}).items()):
+        if entry.get("returncode") != 0 or not entry.get("config"):
+            continue
+        rows.extend(_h200_model_rows(name, entry, recording.get("input_len") or 256))
     return rows
 
 
-def _h200_model_rows(entry):
-    config = entry.get("config")
-    if not config or entry.get("error"):
-        return []
-    model = load_model_config_from_dict(config, entry.get("hf_quant_config"))
+def h200_step_model(name, entry):
+    """The planner's StepModel for one recorded model on one H200 (TP1), eager as it was run."""
+    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware, vllm_perf
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import kv_bytes_per_token, layer_signatures
+    sidecar = H200_SIDECARS.get(name)
+    hf_quant = None
+    if sidecar:
+        with open(os.path.join(MODEL_CONFIGS, sidecar)) as handle:
+            hf_quant = json.load(handle)
+    model = load_model_config_from_dict(entry["config"], hf_quant)
+    plan = {"tp": 1, "pp": 1, "dp": 1, "ep": False}
+    spec_name, spec = vllm_hardware.gpu_spec("NVIDIA H200")
+    kv_dtype = (entry.get("engine_args") or {}).get("kv_cache_dtype") or (model.get("quantization") or {}).get("kv_cache_dtype")
+    stages = vllm_perf.stage_profiles(model, plan, layer_signatures(model))
+    return vllm_perf.StepModel(model, plan, spec, spec["link"], stages, kv_bytes_per_token(model, plan, kv_dtype),
+                               eager=bool((entry.get("engine_args") or {}).get("enforce_eager")))
+
+
+def _h200_model_rows(name, entry, input_len):
+    step = h200_step_model(name, entry)
     rows = []
-    for run in entry.get("decode") or []:
-        batch, measured = run.get("batch"), run.get("step_ms")
-        if not batch or not measured:
-            continue
-        workload = {"input_len": run.get("input_len") or 256, "output_len": run.get("output_len") or 64,
-                    "concurrency": [batch], "max_num_seqs": max(batch, 1)}
-        inputs = plan_model(model, 1, None, "0.32.0", max_model_len=4096, gpu_name="NVIDIA H200", workload=workload,
-                            enforce_eager=bool(entry.get("enforce_eager")))["inputs"]
-        result = evaluate_plan_for(model, {"tp": 1}, inputs, gpu_name="NVIDIA H200")
-        predicted = result["estimate"]["levels"][0]["tpot_ms"]
-        rows.append({"model": entry.get("name", "?") + (" eager" if entry.get("enforce_eager") else ""), "batch": batch,
-                     "measured_ms": measured, "predicted_ms": predicted,
-                     "error_pct": round((predicted - measured) / measured * 100.0, 1)})
+    for run in (entry.get("derived") or {}).get("decode") or []:
+        # (T65 - T17) / 48: decode steps with 256 + 17 to 256 + 65 tokens cached.
+        predicted = sum(step.decode_breakdown(run["B"], input_len + 41).values()) * 1e3
+        rows.append({"model": name, "batch": run["B"], "measured_ms": run["step_ms"], "predicted_ms": predicted,
+                     "error_pct": round((predicted - run["step_ms"]) / run["step_ms"] * 100.0, 1),
+                     "not_counted": ROUTING_COLLAPSED.get(name) if run["B"] > 1 else None})
     return rows
 
 
