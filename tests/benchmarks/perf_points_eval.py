@@ -185,13 +185,13 @@ REFERENCE_MODELS = ("moonshotai--Kimi-K2.5", "nvidia--Kimi-K2.5-NVFP4", "MiniMax
 REFERENCE_WORKLOAD = {"input_len": 1000, "output_len": 1000, "concurrency": [1, 8, 32, 128, 256, 1024]}
 
 
-def reference_box(objective="throughput"):
+def reference_box(objective="throughput", vllm_version="0.32.0"):
     """[(model, plan_model result, seconds)] for the three reference models on 8x RTX PRO 6000 over PCIe."""
     results = []
     for stem in REFERENCE_MODELS:
         model = load(stem)
         started = time.perf_counter()
-        result = plan_model(model, 8, None, "0.32.0", max_model_len=32768,
+        result = plan_model(model, 8, None, vllm_version, max_model_len=32768,
                             gpu_name=GPU_NAMES["RTX PRO 6000"], link="pcie", objective=objective,
                             workload=REFERENCE_WORKLOAD)
         results.append((stem, result, time.perf_counter() - started))
