@@ -322,6 +322,7 @@ class StepModel(object):
         self.ratio_base = ratios.get("step_fixed", 1.0)
         self.ratio_growth = ratios.get("step_per_seq", 1.0)
         self.ratio_prefill = ratios.get("prefill", 1.0)
+        self.extra_overhead_s = (calibration or {}).get("extra_request_overhead_ms", 0.0) * 1e-3
         self.allreduce_sources = set()
         self.hidden = model["hidden_size"]
         self.lm_head_elements = padded_vocab(model["vocab_size"], plan["tp"]) * self.hidden / plan["tp"]
@@ -542,7 +543,7 @@ def level(step, concurrency, dp, workload, capacity, limits):
     prefill = step.prefill_in_step_s(running, input_len, engines)
     stretch = (running - 1) * prefill / output_len
     tpot = step_s + stretch
-    service_ttft = REQUEST_OVERHEAD_MS * 1e-3 + 1.5 * step_s + prefill
+    service_ttft = REQUEST_OVERHEAD_MS * 1e-3 + step.extra_overhead_s + 1.5 * step_s + prefill
     request = service_ttft + (output_len - 1) * tpot
     wait = (per_engine / float(running) - 1.0) * request
     if per_engine > running:
@@ -688,25 +689,63 @@ def _clamp(ratio):
     return min(max(ratio, RATIO_BOUNDS[0]), RATIO_BOUNDS[1])
 
 
-def _fit_tpot(pairs):
-    """(base ratio, growth ratio) minimising relative error of base * rb + growth * rg against measured TPOT."""
-    single = sum(m for m, _b, _g in pairs) / sum(b + g for _m, b, g in pairs)
-    if len(pairs) < 2 or not any(g > 0.05 * b for _m, b, g in pairs):
-        return single, single
-    # Weighted least squares, weight 1/m^2 (relative errors), two unknowns.
-    sbb = sum((b / m) ** 2 for m, b, g in pairs)
-    sgg = sum((g / m) ** 2 for m, b, g in pairs)
-    sbg = sum(b * g / m ** 2 for m, b, g in pairs)
-    sb1 = sum(b / m for m, b, g in pairs)
-    sg1 = sum(g / m for m, b, g in pairs)
-    det = sbb * sgg - sbg ** 2
-    if det <= 1e-12 * sbb * sgg:
-        return single, single
-    base = (sb1 * sgg - sg1 * sbg) / det
-    growth = (sg1 * sbb - sb1 * sbg) / det
+def _solve(matrix, vector):
+    """x with matrix x = vector (Gaussian elimination, partial pivoting); None when singular."""
+    size = len(vector)
+    rows = [list(matrix[i]) + [vector[i]] for i in range(size)]
+    for col in range(size):
+        pivot = max(range(col, size), key=lambda r: abs(rows[r][col]))
+        if abs(rows[pivot][col]) < 1e-12:
+            return None
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        for r in range(size):
+            if r != col:
+                factor = rows[r][col] / rows[col][col]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[col])]
+    return [rows[i][size] / rows[i][i] for i in range(size)]
+
+
+def _weighted_least_squares(equations):
+    """x minimising sum((w (coefficients . x - target))^2) over (coefficients, target, w)."""
+    size = len(equations[0][0])
+    normal = [[0.0] * size for _i in range(size)]
+    right = [0.0] * size
+    for coefficients, target, weight in equations:
+        for i in range(size):
+            right[i] += weight * weight * coefficients[i] * target
+            for j in range(size):
+                normal[i][j] += weight * weight * coefficients[i] * coefficients[j]
+    return _solve(normal, right)
+
+
+# How strongly the fit keeps to "no correction" where the sweep cannot tell
+# the parts apart (one level, one prompt length): a request's extra
+# overhead and a slower prefill look alike in TTFT, and the prior lets the
+# smaller change (in its own unit: a ratio of 1, a millisecond) take it.
+PRIOR_WEIGHT = 0.001
+CALIBRATION_KEYS = ("step_fixed", "step_per_seq", "prefill")
+MAX_EXTRA_OVERHEAD_MS = 60000.0
+
+
+def _fit(tpots, ttfts):
+    """(step_fixed, step_per_seq, prefill, extra request overhead ms) fitted to the measured TPOTs and TTFTs."""
+    equations = []
+    for tpot, parts in tpots:
+        equations.append(([parts["tpot_base_ms"], parts["tpot_growth_ms"], parts["stretch_ms"], 0.0], tpot, 1.0 / tpot))
+    for ttft, parts in ttfts:
+        equations.append(([1.5 * parts["tpot_base_ms"], 1.5 * parts["tpot_growth_ms"], parts["prefill_ms"], 1.0],
+                          ttft - REQUEST_OVERHEAD_MS, 1.0 / ttft))
+    equations += [([-1.0, 1.0, 0.0, 0.0], 0.0, PRIOR_WEIGHT),  # step_per_seq like step_fixed unless told otherwise
+                  ([0.0, 0.0, 1.0, 0.0], 1.0, PRIOR_WEIGHT),   # prefill as modelled
+                  ([0.0, 0.0, 0.0, 1.0], 0.0, PRIOR_WEIGHT)]   # no extra overhead (per millisecond)
+    solution = _weighted_least_squares(equations)
+    if solution is None:
+        single = sum(t for t, _p in tpots) / sum(p["tpot_base_ms"] + p["tpot_growth_ms"] for _t, p in tpots)
+        return single, single, 1.0, 0.0
+    base, growth, prefill, overhead = solution
     if base <= 0 or growth <= 0:
-        return single, single
-    return base, growth
+        base = growth = sum(t for t, _p in tpots) / sum(p["tpot_base_ms"] + p["tpot_growth_ms"] for _t, p in tpots)
+    return base, growth, prefill if prefill > 0 else 1.0, min(max(overhead, 0.0), MAX_EXTRA_OVERHEAD_MS)
 
 
 def _matched_levels(estimate, measured_levels):
@@ -723,22 +762,14 @@ def _matched_levels(estimate, measured_levels):
     return matched, sorted(predicted)
 
 
-def _fit_prefill(ttfts, base, growth):
-    """The prefill ratio that makes overhead + 1.5 steps + prefill meet the measured TTFTs (median), or 1.0."""
-    ratios = []
-    for ttft, parts in ttfts:
-        step_ms = base * parts["tpot_base_ms"] + growth * parts["tpot_growth_ms"]
-        rest = ttft - REQUEST_OVERHEAD_MS - 1.5 * step_ms
-        if parts["prefill_ms"] > 0 and rest > 0:
-            ratios.append(rest / parts["prefill_ms"])
-    return _median(ratios) if ratios else 1.0
-
-
 def calibration_from_levels(estimate, measured_levels, source=None):
     """Measured-against-predicted ratios per component from a bench sweep of
     the same plan and workload: ``step_fixed`` (what one sequence's decode
-    step costs), ``step_per_seq`` (what more sequences add) and ``prefill``
-    (a prompt's share of a step, seen in TTFT and in the other clients' TPOT).
+    step costs), ``step_per_seq`` (what more sequences add), ``prefill`` (a
+    prompt's share of a step, seen in TTFT and in the other clients' TPOT),
+    and ``extra_request_overhead_ms`` (what a request costs before its
+    prompt beyond the model's REQUEST_OVERHEAD_MS). One weighted
+    least-squares fit over relative TPOT and TTFT errors.
 
     ``estimate`` is a plan's estimate from the planner (calibrated or not: its
     uncalibrated parts are used); ``measured_levels`` the ``levels`` of
@@ -750,19 +781,11 @@ def calibration_from_levels(estimate, measured_levels, source=None):
     if not tpots:
         raise ValueError("calibration: no measured level matches a predicted concurrency level with a TPOT figure "
                          "(predicted levels: %s)" % (predicted or "none"))
-    prefill = 1.0
-    for _round in range(50):
-        # The step's own ratios from TPOT less the other prompts' share, then the prefill ratio from TTFT,
-        # until the prefill ratio settles.
-        pairs = [(max(tpot - prefill * parts["stretch_ms"], 1e-6), parts["tpot_base_ms"], parts["tpot_growth_ms"])
-                 for tpot, parts in tpots]
-        base, growth = _fit_tpot(pairs)
-        settled, prefill = prefill, _clamp(_fit_prefill(ttfts, base, growth))
-        if abs(prefill - settled) < 1e-6 * prefill:
-            break
+    base, growth, prefill, overhead = _fit(tpots, ttfts)
     return {
         "ratios": {"step_fixed": round(_clamp(base), 4), "step_per_seq": round(_clamp(growth), 4),
-                   "prefill": round(prefill, 4)},
+                   "prefill": round(_clamp(prefill), 4)},
+        "extra_request_overhead_ms": round(overhead, 3),
         "points": len(tpots),
         "source": source or "measured sweep",
     }
@@ -776,11 +799,15 @@ def check_calibration(calibration):
         raise ValueError("calibration must be a dict with a 'ratios' dict (as gauntlet.vllm.vllm_calibration returns), "
                          "got %r" % (calibration,))
     for key, value in calibration["ratios"].items():
-        if key not in ("step_fixed", "step_per_seq", "prefill"):
-            raise ValueError("calibration.ratios has unknown key %r (known: step_fixed, step_per_seq, prefill)" % (key,))
+        if key not in CALIBRATION_KEYS:
+            raise ValueError("calibration.ratios has unknown key %r (known: %s)" % (key, ", ".join(CALIBRATION_KEYS)))
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not RATIO_BOUNDS[0] <= value <= RATIO_BOUNDS[1]:
             raise ValueError("calibration.ratios.%s must be a number from %s to %s, got %r" % (key, RATIO_BOUNDS[0],
                                                                                                RATIO_BOUNDS[1], value))
+    extra = calibration.get("extra_request_overhead_ms", 0.0)
+    if isinstance(extra, bool) or not isinstance(extra, (int, float)) or not 0 <= extra <= MAX_EXTRA_OVERHEAD_MS:
+        raise ValueError("calibration.extra_request_overhead_ms must be a number from 0 to %d, got %r"
+                         % (MAX_EXTRA_OVERHEAD_MS, extra))
     return calibration
 
 

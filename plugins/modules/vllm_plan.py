@@ -190,7 +190,8 @@ options:
     description:
       - Measured-against-predicted ratios per component from an earlier sweep on the same host, as the filter
         C(gauntlet.vllm.vllm_calibration) returns them (C(ratios) with C(step_fixed), C(step_per_seq), C(prefill),
-        each from 0.01 to 100). Applied to every plan's estimate and shown in RV(plans[].estimate.basis).
+        each from 0.01 to 100, and C(extra_request_overhead_ms), from 0 to 60000). Applied to every plan's estimate
+        and shown in RV(plans[].estimate.basis).
     type: dict
   device_spec:
     description:
