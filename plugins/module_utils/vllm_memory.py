@@ -2,8 +2,10 @@
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Memory model of a vLLM parallelism plan: weights and KV cache per GPU
-(the time model is vllm_perf.py).
+"""Memory model of a vLLM parallelism plan: what one GPU holds of each layer
+(``layer_profile``: the dense part by kernel family, one routed expert and
+how the experts are spread), weights and KV cache per GPU. The time model,
+vllm_perf.py, costs the same profiles.
 
 Input is the normalised ``model`` dict of ``model_config.py`` and a plan
 ``{"tp": .., "pp": .., "dp": .., "ep": bool}``. Everything here is an
@@ -153,42 +155,80 @@ def attention_parts(model, tp):
     ]
 
 
-def _layer_bytes(model, plan, layer):
-    """Bytes one GPU holds for decoder layer ``layer``, and the bytes a single
-    decode token reads from it (only the routed experts it activates)."""
-    tp, dp = plan["tp"], plan["dp"]
+def kernel_family(quantization):
+    """The kernel family that runs a quantized linear layer: bf16, fp8,
+    w4a16 (Marlin: 4-bit weights, 16-bit math), nvfp4 or mxfp4."""
+    if not quantization:
+        return "bf16"
+    method = (quantization.get("method") or "").lower()
+    bits = quantization.get("bits") or 16
+    if method in ("modelopt_fp4", "nvfp4") or "nvfp4" in (quantization.get("scheme") or ""):
+        return "nvfp4"
+    if method == "mxfp4":
+        return "mxfp4"
+    if bits <= 4:
+        return "w4a16"
+    if bits <= 8:
+        return "fp8"
+    return "bf16"
+
+
+class _Part(object):
+    """Bytes and FLOPs per token of one weight family on one GPU."""
+
+    def __init__(self):
+        self.bytes = {}
+        self.elements = {}
+
+    def add(self, family, nbytes, elements):
+        self.bytes[family] = self.bytes.get(family, 0.0) + nbytes
+        self.elements[family] = self.elements.get(family, 0.0) + elements
+
+
+def _linear(model, layer, part, elements, module):
     quant = model.get("quantization")
-    q_bytes = weight_bytes_per_element(quant)
-    prefix = "model.layers.%d." % layer
+    quantized = is_quantized(quant, "model.layers.%d.%s" % (layer, module))
+    family = kernel_family(quant) if quantized else "bf16"
+    per_element = weight_bytes_per_element(quant) if quantized else UNQUANTIZED_BYTES
+    part.add(family, elements * per_element, elements)
 
-    def nbytes(elements, module):
-        return elements * (q_bytes if is_quantized(quant, prefix + module) else UNQUANTIZED_BYTES)
 
-    held = sum(nbytes(e, m) for _n, e, m in attention_parts(model, tp))
+def layer_profile(model, plan, layer):
+    """One decoder layer on the busiest GPU: the dense part read every step,
+    and, for MoE layers, one expert's bytes and elements and how the experts
+    are spread (``ep`` ranks holding whole experts, or slices over ``moe_tp``)."""
+    tp = plan["tp"]
     hidden = model["hidden_size"]
+    dense = _Part()
+    for _name, elements, module in attention_parts(model, tp):
+        _linear(model, layer, dense, elements, module)
     is_moe = bool(model.get("num_experts")) and layer >= (model.get("first_k_dense") or 0)
+    mla = bool(model.get("mla"))
+    # GEMMs and other kernels one layer launches: MLA runs fused q_a/kv_a,
+    # q_b, the absorbed kv_b pair and o; GQA a fused qkv and o. Two fused
+    # norm+residual kernels and rotary each time; MLA normalises its latents too.
+    profile = {"dense": dense, "moe": None, "gemms": 5 if mla else 2, "kernels": 5 if mla else 3}
     if not is_moe:
-        mlp = nbytes(3 * hidden * model["intermediate_size"] / tp, "mlp.gate_up_proj")
-        return held + mlp, held + mlp
-    experts = model["num_experts"]
-    expert_elements = 3 * hidden * model["moe_intermediate_size"]
-    expert_module = "mlp.experts.0.gate_up_proj"
-    moe_ranks = tp * dp
-    routed_held = nbytes(experts * expert_elements, expert_module) / moe_ranks
-    active = model["num_experts_per_tok"]
-    if plan["ep"]:
-        # Whole experts per rank: the busiest rank reads at least one whole
-        # active expert, k / ranks on average.
-        routed_read = nbytes(max(1.0, active / float(moe_ranks)) * expert_elements, expert_module)
-    else:
-        # Every rank holds a 1/(TP x DP) slice of every expert.
-        routed_read = nbytes(active * expert_elements, expert_module) / moe_ranks
-    shared_inter = model.get("shared_expert_intermediate_size") or 0
-    shared = nbytes(3 * hidden * shared_inter / tp, "mlp.shared_experts.gate_up_proj")
-    router = hidden * experts * UNQUANTIZED_BYTES
-    held += routed_held + shared + router
-    read = sum(nbytes(e, m) for _n, e, m in attention_parts(model, tp)) + routed_read + shared + router
-    return held, read
+        _linear(model, layer, dense, 3 * hidden * model["intermediate_size"] / tp, "mlp.gate_up_proj")
+        profile["gemms"] += 2
+        profile["kernels"] += 1
+        return profile
+    shared = model.get("shared_expert_intermediate_size") or 0
+    profile["gemms"] += 1  # the router
+    profile["kernels"] += 2  # top-k and the expert sum
+    if shared:
+        _linear(model, layer, dense, 3 * hidden * shared / tp, "mlp.shared_experts.gate_up_proj")
+        profile["gemms"] += 2
+        profile["kernels"] += 1
+    dense.add("bf16", hidden * model["num_experts"] * UNQUANTIZED_BYTES, hidden * model["num_experts"])
+    expert = _Part()
+    _linear(model, layer, expert, 3 * hidden * model["moe_intermediate_size"], "mlp.experts.0.gate_up_proj")
+    ranks = tp * plan["dp"]
+    use_ep = bool(plan["ep"]) and ranks > 1
+    family = max(expert.bytes, key=expert.bytes.get)
+    profile["moe"] = {"expert": expert, "experts": model["num_experts"], "top_k": model["num_experts_per_tok"],
+                      "ep": ranks if use_ep else 1, "moe_tp": 1 if use_ep else ranks, "family": family}
+    return profile
 
 
 def stage_layers(num_layers, pp):
@@ -222,36 +262,49 @@ def layer_signatures(model):
     return [_layer_signature(model, layer) for layer in range(model["num_hidden_layers"])]
 
 
-def weights_per_gpu(model, plan, signatures=None):
-    """(bytes held by the busiest GPU, bytes it reads per decoded token) and a
-    per-stage breakdown."""
-    tp, pp = plan["tp"], plan["pp"]
-    hidden = model["hidden_size"]
-    vocab_bytes = padded_vocab(model["vocab_size"], tp) * hidden * UNQUANTIZED_BYTES / tp
-    layers = stage_layers(model["num_hidden_layers"], pp)
-    if signatures is None:
-        signatures = layer_signatures(model)
+def stage_profiles(model, plan, signatures):
+    """Per pipeline stage: [(layer profile, how many layers share it)], and the lm_head on the last stage."""
+    layers = stage_layers(model["num_hidden_layers"], plan["pp"])
+    cache = {}
     stages = []
-    layer_costs = {}
     start = 0
-    for stage, count in enumerate(layers):
-        held = read = 0.0
+    for count in layers:
+        groups = {}
         for layer in range(start, start + count):
-            # Layers that share a signature cost the same: compute each kind once.
             signature = signatures[layer]
-            if signature not in layer_costs:
-                layer_costs[signature] = _layer_bytes(model, plan, layer)
-            layer_held, layer_read = layer_costs[signature]
-            held += layer_held
-            read += layer_read
+            if signature not in cache:
+                cache[signature] = layer_profile(model, plan, layer)
+            groups[signature] = groups.get(signature, 0) + 1
+        stages.append([(cache[signature], n) for signature, n in groups.items()])
+        start += count
+    return stages
+
+
+def held_bytes(profile):
+    """Bytes one GPU holds for a layer of ``profile``: its dense part and its share of the routed experts."""
+    held = sum(profile["dense"].bytes.values())
+    moe = profile["moe"]
+    if moe:
+        held += sum(moe["expert"].bytes.values()) * moe["experts"] / float(moe["ep"] * moe["moe_tp"])
+    return held
+
+
+def weights_per_gpu(model, plan, signatures=None, profiles=None):
+    """Bytes held by the busiest GPU of each pipeline stage: its layers, the
+    embeddings on the first stage and the lm_head on the last. ``profiles``
+    (stage_profiles) when the caller has them already."""
+    tp, pp = plan["tp"], plan["pp"]
+    vocab_bytes = padded_vocab(model["vocab_size"], tp) * model["hidden_size"] * UNQUANTIZED_BYTES / tp
+    if profiles is None:
+        profiles = stage_profiles(model, plan, signatures if signatures is not None else layer_signatures(model))
+    stages = []
+    for stage, groups in enumerate(profiles):
+        held = sum(n * held_bytes(profile) for profile, n in groups)
         if stage == 0:
             held += vocab_bytes
-        if stage == pp - 1:
-            lm_head = 0.0 if (model.get("tie_word_embeddings") and pp == 1) else vocab_bytes
-            held += lm_head
-            read += vocab_bytes
-        stages.append({"layers": count, "held_bytes": held, "read_bytes": read})
-        start += count
+        if stage == pp - 1 and not (model.get("tie_word_embeddings") and pp == 1):
+            held += vocab_bytes
+        stages.append({"layers": sum(n for _profile, n in groups), "held_bytes": held})
     return stages
 
 

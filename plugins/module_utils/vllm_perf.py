@@ -44,11 +44,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
     UNQUANTIZED_BYTES,
-    attention_parts,
-    is_quantized,
     padded_vocab,
-    stage_layers,
-    weight_bytes_per_element,
 )
 
 # ---------------------------------------------------------------------------
@@ -130,24 +126,6 @@ SATURATION_SHARE = 0.95
 EXTRA_ALLREDUCES = {"MiniMaxM2ForCausalLM": 1}
 
 
-def kernel_family(quantization):
-    """The kernel family that runs a quantized linear layer: bf16, fp8,
-    w4a16 (Marlin: 4-bit weights, 16-bit math), nvfp4 or mxfp4."""
-    if not quantization:
-        return "bf16"
-    method = (quantization.get("method") or "").lower()
-    bits = quantization.get("bits") or 16
-    if method in ("modelopt_fp4", "nvfp4") or "nvfp4" in (quantization.get("scheme") or ""):
-        return "nvfp4"
-    if method == "mxfp4":
-        return "mxfp4"
-    if bits <= 4:
-        return "w4a16"
-    if bits <= 8:
-        return "fp8"
-    return "bf16"
-
-
 # The matrix unit each family computes on, widest first where the device
 # lacks the narrow one (MXFP4 on Hopper runs through a BF16 kernel).
 _COMPUTE_DTYPES = {"bf16": "bf16", "fp8": "fp8", "w4a16": "bf16", "nvfp4": "fp4", "mxfp4": "fp4"}
@@ -158,82 +136,6 @@ def family_peak(spec, family):
     if family == "mxfp4" and "fp4" not in spec["tflops"]:
         dtype = "bf16"
     return peak_tflops(spec, dtype) * 1e12
-
-
-class _Part(object):
-    """Bytes and FLOPs per token of one weight family on one GPU."""
-
-    def __init__(self):
-        self.bytes = {}
-        self.elements = {}
-
-    def add(self, family, nbytes, elements):
-        self.bytes[family] = self.bytes.get(family, 0.0) + nbytes
-        self.elements[family] = self.elements.get(family, 0.0) + elements
-
-
-def _linear(model, layer, part, elements, module):
-    quant = model.get("quantization")
-    quantized = is_quantized(quant, "model.layers.%d.%s" % (layer, module))
-    family = kernel_family(quant) if quantized else "bf16"
-    per_element = weight_bytes_per_element(quant) if quantized else UNQUANTIZED_BYTES
-    part.add(family, elements * per_element, elements)
-
-
-def layer_profile(model, plan, layer):
-    """One decoder layer on the busiest GPU: the dense part read every step,
-    and, for MoE layers, one expert's bytes and elements and how the experts
-    are spread (``ep`` ranks holding whole experts, or slices over ``moe_tp``)."""
-    tp = plan["tp"]
-    hidden = model["hidden_size"]
-    dense = _Part()
-    for _name, elements, module in attention_parts(model, tp):
-        _linear(model, layer, dense, elements, module)
-    is_moe = bool(model.get("num_experts")) and layer >= (model.get("first_k_dense") or 0)
-    mla = bool(model.get("mla"))
-    # GEMMs and other kernels one layer launches: MLA runs fused q_a/kv_a,
-    # q_b, the absorbed kv_b pair and o; GQA a fused qkv and o. Two fused
-    # norm+residual kernels and rotary each time; MLA normalises its latents too.
-    profile = {"dense": dense, "moe": None, "gemms": 5 if mla else 2, "kernels": 5 if mla else 3}
-    if not is_moe:
-        _linear(model, layer, dense, 3 * hidden * model["intermediate_size"] / tp, "mlp.gate_up_proj")
-        profile["gemms"] += 2
-        profile["kernels"] += 1
-        return profile
-    shared = model.get("shared_expert_intermediate_size") or 0
-    profile["gemms"] += 1  # the router
-    profile["kernels"] += 2  # top-k and the expert sum
-    if shared:
-        _linear(model, layer, dense, 3 * hidden * shared / tp, "mlp.shared_experts.gate_up_proj")
-        profile["gemms"] += 2
-        profile["kernels"] += 1
-    dense.add("bf16", hidden * model["num_experts"] * UNQUANTIZED_BYTES, hidden * model["num_experts"])
-    expert = _Part()
-    _linear(model, layer, expert, 3 * hidden * model["moe_intermediate_size"], "mlp.experts.0.gate_up_proj")
-    ranks = tp * plan["dp"]
-    use_ep = bool(plan["ep"]) and ranks > 1
-    family = max(expert.bytes, key=expert.bytes.get)
-    profile["moe"] = {"expert": expert, "experts": model["num_experts"], "top_k": model["num_experts_per_tok"],
-                      "ep": ranks if use_ep else 1, "moe_tp": 1 if use_ep else ranks, "family": family}
-    return profile
-
-
-def stage_profiles(model, plan, signatures):
-    """Per pipeline stage: [(layer profile, how many layers share it)], and the lm_head on the last stage."""
-    layers = stage_layers(model["num_hidden_layers"], plan["pp"])
-    cache = {}
-    stages = []
-    start = 0
-    for count in layers:
-        groups = {}
-        for layer in range(start, start + count):
-            signature = signatures[layer]
-            if signature not in cache:
-                cache[signature] = layer_profile(model, plan, layer)
-            groups[signature] = groups.get(signature, 0) + 1
-        stages.append([(cache[signature], n) for signature, n in groups.items()])
-        start += count
-    return stages
 
 
 def expected_max_poisson(mean, ranks, cap):
@@ -324,6 +226,7 @@ class StepModel(object):
         self.ratio_prefill = ratios.get("prefill", 1.0)
         self.extra_overhead_s = (calibration or {}).get("extra_request_overhead_ms", 0.0) * 1e-3
         self.allreduce_sources = set()
+        self._single = {}
         self.hidden = model["hidden_size"]
         self.lm_head_elements = padded_vocab(model["vocab_size"], plan["tp"]) * self.hidden / plan["tp"]
         self.allreduces_per_layer = 2 + EXTRA_ALLREDUCES.get(model.get("text_architecture") or model.get("architecture"), 0)
@@ -419,7 +322,10 @@ class StepModel(object):
     def decode_parts(self, batch, context, engines=1):
         """Seconds of one decode step with ``batch`` sequences of ``context`` tokens: base (what a single sequence
         pays) and growth (what the extra sequences add), for calibration."""
-        base = sum(self.decode_breakdown(1, context, 1).values())
+        if context not in self._single:
+            # The same for every level of a workload: worked out once.
+            self._single[context] = sum(self.decode_breakdown(1, context, 1).values())
+        base = self._single[context]
         total = sum(self.decode_breakdown(batch, context, engines).values()) if (batch > 1 or engines > 1) else base
         return base, max(total - base, 0.0)
 
@@ -596,12 +502,12 @@ def summarize_levels(levels, constraints):
 # The estimate of one plan
 # ---------------------------------------------------------------------------
 
-def estimate_plan(model, plan, signatures, spec_name, spec, link, kv_bytes_per_token, kv_tokens, gpu_memory_gib,
+def estimate_plan(model, plan, profiles, spec_name, spec, link, kv_bytes_per_token, kv_tokens, gpu_memory_gib,
                   workload=None, constraints=None, calibration=None, measured_allreduce_us=None, eager=False):
     """Single stream, concurrency levels, peak and the basis of every figure for one plan."""
     workload = dict(DEFAULT_WORKLOAD, **(workload or {}))
     constraints = constraints or {}
-    step = StepModel(model, plan, spec, link, stage_profiles(model, plan, signatures), kv_bytes_per_token,
+    step = StepModel(model, plan, spec, link, profiles, kv_bytes_per_token,
                      eager=eager, measured_allreduce_us=measured_allreduce_us, calibration=calibration)
     limits = scheduler_limits(gpu_memory_gib, workload)
     capacity = min(limits["max_num_seqs"], sequences_that_fit(kv_tokens, workload["input_len"], workload["output_len"]))

@@ -24,6 +24,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
     kv_bytes_per_token,
     kv_dtype_is_sized,
     layer_signatures,
+    stage_profiles,
     weights_per_gpu,
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import (
@@ -260,7 +261,9 @@ def evaluate_plan(model, plan, settled):
     constraints, calibration, the measured all-reduce)."""
     errors = check_plan(model, plan, settled["gpus"], settled["vllm_version"])
     notes = _plan_notes(model, plan, errors)
-    stages = weights_per_gpu(model, plan, settled["signatures"])
+    # One profile per layer kind, for the memory and the time model alike.
+    profiles = stage_profiles(model, plan, settled["signatures"])
+    stages = weights_per_gpu(model, plan, profiles=profiles)
     weights = max(s["held_bytes"] for s in stages)
     budget = settled["gpu_memory_gib"] * GIB * settled["gpu_memory_utilization"]
     kv_bytes = budget - weights - RUNTIME_RESERVE_GIB * GIB
@@ -273,7 +276,7 @@ def evaluate_plan(model, plan, settled):
     if not fits:
         notes.append("does not fit: %.1f GiB of weights per GPU leave %.1f GiB for KV cache, %d tokens < max_model_len %d"
                      % (weights / GIB, max(kv_bytes, 0) / GIB, tokens, settled["max_model_len"]))
-    estimate = estimate_plan(model, plan, settled["signatures"], settled["spec_name"], settled["spec"], settled["link"],
+    estimate = estimate_plan(model, plan, profiles, settled["spec_name"], settled["spec"], settled["link"],
                              per_token, tokens, settled["gpu_memory_gib"], workload=settled["workload"],
                              constraints=settled["constraints"], calibration=settled["calibration"],
                              measured_allreduce_us=settled["measured_allreduce_us"], eager=settled["enforce_eager"])

@@ -139,7 +139,7 @@ def h200_recordings():
 
 def h200_step_model(name, entry):
     """The planner's StepModel for one recorded model on one H200 (TP1), eager as it was run."""
-    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware, vllm_perf
+    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware, vllm_memory, vllm_perf
     from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import kv_bytes_per_token, layer_signatures
     sidecar = H200_SIDECARS.get(name)
     hf_quant = None
@@ -150,7 +150,7 @@ def h200_step_model(name, entry):
     plan = {"tp": 1, "pp": 1, "dp": 1, "ep": False}
     spec_name, spec = vllm_hardware.gpu_spec("NVIDIA H200")
     kv_dtype = (entry.get("engine_args") or {}).get("kv_cache_dtype") or (model.get("quantization") or {}).get("kv_cache_dtype")
-    stages = vllm_perf.stage_profiles(model, plan, layer_signatures(model))
+    stages = vllm_memory.stage_profiles(model, plan, layer_signatures(model))
     return vllm_perf.StepModel(model, plan, spec, spec["link"], stages, kv_bytes_per_token(model, plan, kv_dtype),
                                eager=bool((entry.get("engine_args") or {}).get("enforce_eager")))
 

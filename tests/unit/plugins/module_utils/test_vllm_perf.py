@@ -15,6 +15,7 @@ import os
 import pytest
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware as hw
+from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_memory as memory
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_perf as perf
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import kv_bytes_per_token, layer_signatures
@@ -37,7 +38,7 @@ def plan(tp=1, pp=1, dp=1, ep=False):
 def step_model(name, the_plan, gpu=RTX, link=None, eager=False, calibration=None, measured=None):
     model = load(name)
     spec_name, spec = hw.gpu_spec(gpu)
-    stages = perf.stage_profiles(model, the_plan, layer_signatures(model))
+    stages = memory.stage_profiles(model, the_plan, layer_signatures(model))
     return perf.StepModel(model, the_plan, spec, link or spec["link"], stages, kv_bytes_per_token(model, the_plan),
                           eager=eager, calibration=calibration, measured_allreduce_us=measured)
 
@@ -53,7 +54,7 @@ def step_model(name, the_plan, gpu=RTX, link=None, eager=False, calibration=None
     ({"method": "mxfp4", "bits": 4, "group_size": 32}, "mxfp4"),
 ])
 def test_kernel_family_of_each_quantization(quantization, family):
-    assert perf.kernel_family(quantization) == family
+    assert memory.kernel_family(quantization) == family
 
 
 def test_fp4_runs_at_the_fp4_rate_only_where_the_chip_has_it():
@@ -79,7 +80,7 @@ def test_expected_busiest_rank_is_above_the_mean_and_capped():
 
 def moe_profile(name, the_plan):
     model = load(name)
-    return perf.layer_profile(model, the_plan, model["num_hidden_layers"] - 1)["moe"]
+    return memory.layer_profile(model, the_plan, model["num_hidden_layers"] - 1)["moe"]
 
 
 def test_expert_bytes_grow_with_tokens_and_saturate_at_what_the_rank_holds():
