@@ -12,12 +12,11 @@ __metaclass__ = type
 import hashlib
 import json
 import os
-import shutil
-import subprocess
 
 import pytest
 
 from tests.fakehub.fakehub import FakeHub
+from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import run_playbook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -59,8 +58,7 @@ def run_role(tmp_path, hub, repo, dest, token="''", **extra):
     extra_vars = "".join("        model_fetch_%s: %s\n" % (key, json.dumps(value)) for key, value in extra.items())
     playbook.write_text(PLAYBOOK.format(repo=repo, endpoint=hub.endpoint if hub else "''", dest=dest, python=python,
                                         token=token, extra=extra_vars))
-    return subprocess.run([shutil.which("ansible-playbook"), str(playbook)], capture_output=True, text=True, cwd=ROOT,
-                          check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
+    return run_playbook([playbook])
 
 
 def recap(result):

@@ -13,12 +13,11 @@ __metaclass__ = type
 import json
 import os
 import re
-import shutil
-import subprocess
 
 import pytest
 
 from ansible_collections.gauntlet.vllm.tests.fakehub.fakehub import FakeHub
+from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import run_playbook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONFIGS = os.path.join(ROOT, "tests", "unit", "fixtures", "model_configs")
@@ -38,15 +37,11 @@ def hub():
 
 
 def play(hub, tmp_path, playbook, *args):
-    command = [shutil.which("ansible-playbook"), "-i", "inventory/production.example.yml", "playbooks/" + playbook,
-               "--check", "-e", "vllm_deploy_hf_endpoint=" + hub.endpoint,
-               # Reports would go here; check mode must write none.
-               "-e", "vllm_gauntlet_report_dir=%s" % (tmp_path / "reports")] + list(args)
-    assert command[0], "ansible-playbook is not on PATH: run through scripts/test.sh"
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
-                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                                     ANSIBLE_TIMEOUT="5", ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
-    return result
+    return run_playbook(["-i", "inventory/production.example.yml", "playbooks/" + playbook,
+                         "--check", "-e", "vllm_deploy_hf_endpoint=" + hub.endpoint,
+                         # Reports would go here; check mode must write none.
+                         "-e", "vllm_gauntlet_report_dir=%s" % (tmp_path / "reports")] + list(args),
+                        json_results=True, ANSIBLE_TIMEOUT="5")
 
 
 def verdicts(output):

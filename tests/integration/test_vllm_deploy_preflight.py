@@ -11,9 +11,7 @@ __metaclass__ = type
 
 import json
 import os
-import re
-import shutil
-import subprocess
+from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import run_playbook, printed_json
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MINIMAX = os.path.join(ROOT, "tests", "unit", "fixtures", "model_configs", "MiniMaxAI--MiniMax-M2.5.json")
@@ -45,14 +43,8 @@ def run_preflight(tmp_path, entry=None, **extra):
     # The catalogue; the planner reads the model's config.json from the controller copy (source_dir).
     minimax = dict({"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX, "max_model_len": 32768}, **(entry or {}))
     extra_vars = dict({"vllm_deploy_models": {"minimax": minimax}}, **extra)
-    command = [shutil.which("ansible-playbook"), str(playbook), "-e", json.dumps(extra_vars)]
-    assert command[0], "ansible-playbook is not on PATH: run through scripts/test.sh"
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
-                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                                     ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
-    found = re.findall(r'"msg": ("VERDICT=.*")', result.stdout)
-    verdict = json.loads(json.loads(found[-1])[len("VERDICT="):]) if found else None
-    return result, verdict
+    result = run_playbook([playbook, "-e", json.dumps(extra_vars)], json_results=True)
+    return result, printed_json(result.stdout, "VERDICT")
 
 
 def test_auto_on_a_gpu_subset_plans_for_the_subset_only(tmp_path):

@@ -11,8 +11,7 @@ __metaclass__ = type
 import json
 import os
 import re
-import shutil
-import subprocess
+from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import run_playbook, printed_json, printed_messages
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MINIMAX = os.path.join(ROOT, "tests", "unit", "fixtures", "model_configs", "MiniMaxAI--MiniMax-M2.5.json")
@@ -43,15 +42,11 @@ def plan_gauntlet(tmp_path, candidates, objective="throughput"):
         "vllm_gauntlet_candidates": candidates, "vllm_gauntlet_report_dir": str(tmp_path / "reports"),
         "vllm_install_version": "0.28.0", "vllm_deploy_gpus": 8, "vllm_deploy_gpu_memory_gib": 95.6,
         "vllm_deploy_allreduce_probe": False}
-    command = [shutil.which("ansible-playbook"), str(playbook), "--check", "-e", json.dumps(extra_vars)]
-    assert command[0], "ansible-playbook is not on PATH: run through scripts/test.sh"
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
-                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                                     ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    result = run_playbook([playbook, "--check", "-e", json.dumps(extra_vars)], json_results=True)
     assert result.returncode == 0, result.stdout[-4000:]
-    found = re.findall(r'"msg": ("Measuring in predicted order: .*")', result.stdout)
+    found = printed_messages(result.stdout, "Measuring in predicted order: ")
     assert found, "the gauntlet showed no predicted order: " + result.stdout[-2000:]
-    message = json.loads(found[-1])
+    message = found[-1]
     order = re.findall(r"([a-z0-9.-]+) \(([^)]*)\)", message[len("Measuring in predicted order: "):])
     assert not (tmp_path / "reports").exists()
     return order
@@ -128,13 +123,9 @@ def learn(tmp_path, estimate, record):
     (tmp_path / "record.json").write_text(json.dumps(record))
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps({"test_estimate": estimate, "test_record_file": str(tmp_path / "record.json")}))
-    command = [shutil.which("ansible-playbook"), str(playbook), "-e", "@" + str(extra)]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
-                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                                     ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    result = run_playbook([playbook, "-e", "@" + str(extra)], json_results=True)
     assert result.returncode == 0, result.stdout[-4000:]
-    found = re.findall(r'"msg": ("LEARNT=.*")', result.stdout)
-    return json.loads(json.loads(found[-1])[len("LEARNT="):]), result.stdout
+    return printed_json(result.stdout, "LEARNT"), result.stdout
 
 
 def test_a_measured_record_calibrates_the_planner_for_the_next_candidates(tmp_path):

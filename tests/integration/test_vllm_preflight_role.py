@@ -10,11 +10,9 @@ __metaclass__ = type
 
 import json
 import os
-import re
-import shutil
-import subprocess
 
 import pytest
+from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import run_playbook, printed_json
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MINIMAX = os.path.join(ROOT, "tests", "unit", "fixtures", "model_configs", "MiniMaxAI--MiniMax-M2.5.json")
@@ -46,11 +44,7 @@ def run_play(tmp_path, plan):
     marker = tmp_path / "args.json"
     playbook = tmp_path / "play.yml"
     playbook.write_text(PLAYBOOK.format(model=MINIMAX, plan=json.dumps(plan), marker=marker))
-    command = [shutil.which("ansible-playbook"), str(playbook)]
-    assert command[0], "ansible-playbook is not on PATH: run through scripts/test.sh"
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
-                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
-    return result, marker
+    return run_playbook([playbook]), marker
 
 
 def test_invalid_plan_stops_the_play_with_vllms_message(tmp_path):
@@ -114,14 +108,10 @@ def run_probe(tmp_path, gpus=8, enabled=True, check=False, version="0.28.0", bro
     playbook = tmp_path / "probe.yml"
     text = PROBE_PLAYBOOK.replace("@GPUS@", str(gpus)).replace("@ENABLED@", "true" if enabled else "false")
     playbook.write_text(text.replace("@PYTHON@", str(python)).replace("@CACHE@", str(tmp_path / "state" / "allreduce.json")))
-    command = [shutil.which("ansible-playbook"), str(playbook), "-e", "vllm_install_version=" + version]
-    assert command[0], "ansible-playbook is not on PATH: run through scripts/test.sh"
-    result = subprocess.run(command + (["--check"] if check else []), capture_output=True, text=True, cwd=ROOT,
-                            check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                                                  ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    result = run_playbook([playbook, "-e", "vllm_install_version=" + version] + (["--check"] if check else []),
+                          json_results=True)
     assert result.returncode == 0, result.stdout[-3000:]
-    found = re.findall(r'"msg": ("ALLREDUCE=.*")', result.stdout)
-    measured = json.loads(json.loads(found[-1])[len("ALLREDUCE="):])
+    measured = printed_json(result.stdout, "ALLREDUCE")
     counts = launches.read_text().split() if launches.exists() else []
     return measured, counts, result.stdout
 

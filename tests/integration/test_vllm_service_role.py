@@ -16,6 +16,7 @@ import shutil
 import subprocess
 
 import pytest
+from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import run_playbook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TEMPLATES = os.path.join(ROOT, "roles", "vllm_service", "templates")
@@ -101,10 +102,7 @@ def played(tmp_path_factory):
     for name, variables in CASES.items():
         playbook += CASE_TASKS.format(name=name, variables=json.dumps(variables), templates=TEMPLATES, out=out)
     (base / "play.yml").write_text(playbook)
-    command = [shutil.which("ansible-playbook"), "-v", str(base / "play.yml")]
-    assert command[0], "ansible-playbook is not on PATH: source scripts/lib.sh first"
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False,
-                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
+    result = run_playbook(["-v", base / "play.yml"])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     outcomes = {}
     for name in CASES:
