@@ -137,14 +137,19 @@ def check_vllm_version(vllm_version):
         raise PlanError(str(exc))
 
 
+def check_keys(name, value, known, example):
+    """PlanError unless ``value`` is a dict whose keys are all in ``known``; the message names ``name``."""
+    if not isinstance(value, dict):
+        raise PlanError("%s must be a dict like %s, got %r" % (name, example, value))
+    unknown = sorted(str(key) for key in value if key not in known)
+    if unknown:
+        raise PlanError("%s has unknown key(s) %s (known: %s)" % (name, ", ".join(unknown), ", ".join(known)))
+
+
 def check_plan_fields(plan):
     """``plan`` ({tp, pp, dp, ep}, absent or None fields meaning 1, 1, 1, false)
     as a complete plan, or PlanError naming the field and its value."""
-    if not isinstance(plan, dict):
-        raise PlanError("plan must be a dict like {tp: 8, ep: true}, got %r" % (plan,))
-    unknown = sorted(str(key) for key in plan if key not in PLAN_KEYS)
-    if unknown:
-        raise PlanError("plan has unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(PLAN_KEYS)))
+    check_keys("plan", plan, PLAN_KEYS, "{tp: 8, ep: true}")
     checked = {}
     for key in ("tp", "pp", "dp"):
         value = plan.get(key)
@@ -383,12 +388,7 @@ def check_workload(workload):
     """The workload with defaults filled in; PlanError names a bad field."""
     if workload is None:
         workload = {}
-    if not isinstance(workload, dict):
-        raise PlanError("workload must be a dict like {input_len: 1024, output_len: 1024, concurrency: [1, 64]}, got %r"
-                        % (workload,))
-    unknown = sorted(str(key) for key in workload if key not in WORKLOAD_KEYS)
-    if unknown:
-        raise PlanError("workload has unknown key(s) %s (known: %s)" % (", ".join(unknown), ", ".join(WORKLOAD_KEYS)))
+    check_keys("workload", workload, WORKLOAD_KEYS, "{input_len: 1024, output_len: 1024, concurrency: [1, 64]}")
     settled = dict(DEFAULT_WORKLOAD)
     settled.update(dict((key, value) for key, value in workload.items() if value is not None))
     for key in ("input_len", "output_len"):
