@@ -497,3 +497,58 @@ def evaluate_plan_for(model, plan, inputs, gpu_name=None, link=None, measured_al
                          ("calibration", None), ("enforce_eager", False)):
         settled.setdefault(key, default)
     return evaluate_plan(model, wanted, settled)
+
+
+def check_visible_devices(devices, host_gpus):
+    """The GPUs a server will see (its CUDA_VISIBLE_DEVICES: indices or UUIDs), checked against the host's
+    GPU count; returns the list of strings. The plan is then made for that many GPUs."""
+    if isinstance(devices, str):
+        devices = devices.split(",")
+    if not isinstance(devices, (list, tuple)):
+        raise PlanError("visible_devices must be a list of GPU indices or UUIDs, or a CUDA_VISIBLE_DEVICES string "
+                        "like \"0,1,2,3\", got %r" % (devices,))
+    names = [str(device).strip() for device in devices if str(device).strip()]
+    twice = sorted(set(name for name in names if names.count(name) > 1))
+    if twice:
+        raise PlanError("visible_devices '%s' names GPU %s twice" % (",".join(names), ", ".join(twice)))
+    outside = [name for name in names if name.isdigit() and host_gpus and int(name) >= host_gpus]
+    if outside:
+        raise PlanError("visible_devices '%s' names GPU %s, but the host has %d (0 to %d)"
+                        % (",".join(names), ", ".join(outside), host_gpus, host_gpus - 1))
+    return names
+
+
+def _unusable_reason(chosen):
+    if chosen["errors"]:
+        first = chosen["errors"][0]
+        return "vLLM would raise %s at %s: %s" % (first["exception"], first["when"], first["message"])
+    return chosen["notes"][-1]
+
+
+def verdict(result, selected=None):
+    """The one sentence every caller shows: which plan a deployment gets (``selected``, the configured plan,
+    else the recommendation), whether it is usable (vLLM accepts it and it fits) and, if not, why, with
+    the plans that are."""
+    chosen = selected if selected is not None else result["recommended"]
+    alternatives = [p["name"] for p in result["plans"] if p["valid"] and p["fits"]]
+    inputs = result["inputs"]
+    if chosen is None:
+        valid = [p["name"] for p in result["plans"] if p["valid"]]
+        usable, name = False, None
+        reason = ("no plan loads and fits on %d GPUs of %.1f GiB (%s)"
+                  % (inputs["gpus"], inputs["gpu_memory_gib"],
+                     ("%s would load but do not fit" % ", ".join(valid)) if valid else "none is valid"))
+        if alternatives:
+            reason = "no plan meets the limits %s (%s load and fit)" % (
+                ", ".join("%s %s" % item for item in sorted(inputs["constraints"].items())), ", ".join(alternatives))
+    else:
+        usable, name = bool(chosen["valid"] and chosen["fits"]), chosen["name"]
+        reason = "" if usable else _unusable_reason(chosen)
+    return {"plan_name": name, "usable": usable, "reason": reason, "alternatives": alternatives,
+            "message": ("plan %s loads and fits" % name) if usable
+            else ("%s Plans that load and fit: %s." % (_sentence(reason), ", ".join(alternatives) or "none"))}
+
+
+def _sentence(text):
+    text = text.rstrip()
+    return text if text.endswith(".") else text + "."

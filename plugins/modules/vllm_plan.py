@@ -205,6 +205,15 @@ options:
       - The server runs with C(--enforce-eager) (no CUDA graphs), which costs more per layer and step.
     type: bool
     default: false
+  visible_devices:
+    description:
+      - The GPUs the server will see (its E(CUDA_VISIBLE_DEVICES)), as indices or UUIDs; the plans are then made for
+        that many GPUs. An index the host does not have (O(gpus) or the C(count) in O(gpu_facts)), or a GPU named
+        twice, fails the task.
+      - Empty, the server sees every GPU of the host.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   # First, so its support levels win over the generic fragment's placeholders.
   - gauntlet.vllm.attributes
@@ -444,6 +453,32 @@ selected:
   description: The evaluation of O(plan), when given.
   returned: when O(plan) is given
   type: dict
+verdict:
+  description:
+    - Which plan a deployment gets (RV(selected) when O(plan) is given, else RV(recommended)) and whether it can
+      be launched; the sentence every caller shows, so no role rebuilds it.
+  returned: always
+  type: dict
+  contains:
+    plan_name:
+      description: The plan's name, or null when no plan loads and fits.
+      type: str
+      sample: TP8-EP
+    usable:
+      description: Whether vLLM accepts the plan and it fits.
+      type: bool
+    reason:
+      description: Why it is not usable (vLLM's own exception, where it is raised and its message; or the memory
+        shortfall); empty when usable.
+      type: str
+      sample: "vLLM would raise ValueError at weight creation: The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128."
+    alternatives:
+      description: The plans that load and fit.
+      type: list
+      elements: str
+    message:
+      description: One line for logs - the plan loads and fits, or the reason followed by the plans that do.
+      type: str
 inputs:
   description: The values the planner used after defaults were applied.
   returned: always
@@ -485,8 +520,10 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import (
     PlanError,
     check_inputs,
     check_perf_inputs,
+    check_visible_devices,
     evaluate_plan_for,
     plan_model,
+    verdict,
 )
 
 
@@ -542,11 +579,18 @@ def main():
             calibration=dict(type="dict"),
             device_spec=dict(type="dict"),
             enforce_eager=dict(type="bool", default=False),
+            visible_devices=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
     params = module.params
     gpus, memory, name, link = _from_gpu_facts(params)
+    if params["visible_devices"]:
+        # The server sees only these GPUs (CUDA_VISIBLE_DEVICES): the plans are made for that many.
+        try:
+            gpus = len(check_visible_devices(params["visible_devices"], gpus)) or gpus
+        except PlanError as exc:
+            module.fail_json(msg=str(exc))
     probe = params["allreduce_probe"]
     measured = (lambda world, size: measured_us(probe, world, size)) if probe else None
     if params["gpus"] is None and not gpus:
@@ -578,16 +622,10 @@ def main():
         selected = evaluate_plan_for(model, params["plan"], result["inputs"], gpu_name=name, link=link,
                                      measured_allreduce_us=measured)
         output["selected"] = selected
-        if params["fail_on_invalid"] and not (selected["valid"] and selected["fits"]):
-            alternatives = [p["name"] for p in result["plans"] if p["valid"] and p["fits"]]
-            if selected["errors"]:
-                first = selected["errors"][0]
-                why = "vLLM would raise %s at %s: %s" % (first["exception"], first["when"], first["message"])
-            else:
-                why = selected["notes"][-1]
-            module.fail_json(msg="Plan %s of %s is not usable: %s Valid plans that fit: %s."
-                             % (selected["name"], params["model"], why, ", ".join(alternatives) or "none"),
-                             **output)
+    output["verdict"] = verdict(result, output.get("selected"))
+    if params["plan"] and params["fail_on_invalid"] and not output["verdict"]["usable"]:
+        module.fail_json(msg="Plan %s of %s is not usable: %s" % (output["verdict"]["plan_name"], params["model"],
+                                                                output["verdict"]["message"]), **output)
     module.exit_json(**output)
 
 
