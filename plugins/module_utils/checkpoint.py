@@ -832,6 +832,43 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
     :raises CheckpointError: on bad input (path, index, options).
     """
     started = time.monotonic()
+    root = _model_directory(path)
+    hash_mode = normalize_checksum_mode(checksum)
+    expected_meta = parse_expected_files(expected_files)
+    workers = _worker_count(workers)
+    ignore_files = list(ignore_files or [])
+    warnings = []
+    index = _read_index(root, index_file)
+    root_real = os.path.realpath(root)
+    classify = _classifier(root, root_real, follow_external_symlinks)
+    result = _new_result(root, index, hash_mode)
+
+    tasks, missing = _place_expected(result, index, expected_meta, classify)
+    on_disk = _stray_shards(root, index)
+    claimed, missing_detail = _find_misnamed(result, tasks, missing, on_disk, index, expected_meta, classify)
+    seen = _place_listed_files(result, tasks, index, expected_meta, classify)
+    _list_unexpected(result, on_disk, claimed, seen, ignore_files)
+
+    result["cache_path"] = _cache_location(root, cache, cache_path, hash_mode)
+    cache_entries = _prime_cache(tasks, result["cache_path"], warnings)
+    reports = _inspect_all(tasks, hash_mode, chunk_size, workers)
+    new_entries, tensor_bytes, all_headers_read = _collect_reports(result, tasks, reports, warnings)
+    _check_total_size(result, index, tensor_bytes, all_headers_read, warnings)
+    if result["cache_path"] is not None:
+        merged = _merged_cache(cache_entries, new_entries, tasks, reports, root_real)
+        _save_cache(result, cache_entries, merged, write_cache_file, warnings)
+
+    result["errors"].extend(_verdict_errors(result, missing_detail))
+    result["ok"] = not result["errors"]
+    result["warnings"] = warnings
+    result["elapsed_s"] = round(time.monotonic() - started, 3)
+    return result
+
+
+# --- options --------------------------------------------------------------
+
+def _model_directory(path):
+    """The model directory ``path`` as an absolute path; it must exist and be a directory."""
     if path is None or path == "":
         raise CheckpointError("path: no model directory given")
     root = os.path.abspath(os.path.expanduser(str(path)))
@@ -839,25 +876,37 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
         raise CheckpointError("%s: no such directory" % root)
     if not os.path.isdir(root):
         raise CheckpointError("%s: not a directory (give the model directory)" % root)
-    hash_mode = normalize_checksum_mode(checksum)
-    expected_meta = parse_expected_files(expected_files)
+    return root
+
+
+def _worker_count(workers):
+    """``workers``, or the default when None; it must be a positive integer."""
     if workers is None:
         workers = default_workers()
     if not _is_int(workers) or workers < 1:
         raise CheckpointError("workers: must be a positive integer, got %r" % (workers,))
-    ignore_files = list(ignore_files or [])
-    warnings = []
+    return workers
 
-    # --- the index ------------------------------------------------------
-    total_size = None
+
+# --- the index ------------------------------------------------------------
+
+def _index_path(root, index_file):
+    """The index file's path: ``index_file`` (which must exist), else the default index when present, else None."""
     if index_file:
         index_path = os.path.join(root, index_file)
         if not os.path.isfile(index_path):
             raise CheckpointError("%s: index file not found" % index_path)
-    else:
-        index_path = os.path.join(root, INDEX_FILE_NAME)
-        if not os.path.isfile(index_path):
-            index_path = None
+        return index_path
+    index_path = os.path.join(root, INDEX_FILE_NAME)
+    return index_path if os.path.isfile(index_path) else None
+
+
+def _read_index(root, index_file):
+    """What the index says, as a dict: ``path`` (None for a lone model.safetensors), ``total_size``,
+    ``tensors_by_shard`` (file -> tensor names), ``expected_names`` (the files expected, sorted) and
+    ``base`` (the index's file name, or None)."""
+    total_size = None
+    index_path = _index_path(root, index_file)
     if index_path is not None:
         weight_map, total_size = load_weight_map(index_path)
     else:
@@ -867,20 +916,29 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
     tensors_by_shard = {}
     for tensor, shard in weight_map.items():
         tensors_by_shard.setdefault(shard, []).append(tensor)
-    expected_names = sorted(tensors_by_shard) if index_path is not None else [SINGLE_FILE_NAME]
-    index_base = os.path.basename(index_path) if index_path else None
+    return {
+        "path": index_path, "total_size": total_size, "tensors_by_shard": tensors_by_shard,
+        "expected_names": sorted(tensors_by_shard) if index_path is not None else [SINGLE_FILE_NAME],
+        "base": os.path.basename(index_path) if index_path else None,
+    }
 
-    root_real = os.path.realpath(root)
-    roots = _allowed_roots(root_real)
 
+def _new_result(root, index, hash_mode):
     # (Not "path": AnsibleModule would add that path's owner, mode and size to the result.)
-    result = {
-        "ok": True, "directory": root, "index": index_path, "expected": expected_names, "present": [], "missing": [],
-        "misnamed": [], "numbering": check_numbering(expected_names), "unsafe": [], "unexpected": [],
-        "truncated": [], "corrupt": [], "tensors_missing": [], "size_mismatch": [], "checksum_mismatch": [],
-        "sha256": {}, "hashed": [], "from_cache": [], "bytes_total": 0, "bytes_hashed": 0,
+    return {
+        "ok": True, "directory": root, "index": index["path"], "expected": index["expected_names"], "present": [],
+        "missing": [], "misnamed": [], "numbering": check_numbering(index["expected_names"]), "unsafe": [],
+        "unexpected": [], "truncated": [], "corrupt": [], "tensors_missing": [], "size_mismatch": [],
+        "checksum_mismatch": [], "sha256": {}, "hashed": [], "from_cache": [], "bytes_total": 0, "bytes_hashed": 0,
         "checksum": hash_mode, "cache_path": None, "cache_written": False, "errors": [], "elapsed_s": 0.0,
     }
+
+
+# --- which files are where --------------------------------------------------
+
+def _classifier(root, root_real, follow_external_symlinks):
+    """``classify(name)`` for names relative to ``root``."""
+    roots = _allowed_roots(root_real)
 
     def classify(name):
         """``(state, detail)``: ('ok', (path, real)), ('missing', reason) or ('unsafe', reason)."""
@@ -900,11 +958,20 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
         if not stat.S_ISREG(st.st_mode):
             return "unsafe", "not a regular file"
         return "ok", (full, real)
+    return classify
 
-    # --- which files are where ------------------------------------------
+
+def _task(name, detail, is_shard, wanted, expected):
+    """One file to inspect (see _inspect_file); ``detail`` is classify's ``(path, real)``."""
+    return {"name": name, "path": detail[0], "real": detail[1], "is_shard": is_shard, "wanted": wanted, "expected": expected}
+
+
+def _place_expected(result, index, expected_meta, classify):
+    """Sort the files the index names into present, unsafe and missing; returns ``(tasks, missing)``,
+    ``missing`` a list of ``(name, reason or None)``."""
     tasks = []
     missing = []
-    for name in expected_names:
+    for name in index["expected_names"]:
         state, detail = classify(name)
         if state == "unsafe":
             result["unsafe"].append({"file": name, "reason": detail})
@@ -912,20 +979,28 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
             missing.append((name, detail))
         else:
             result["present"].append(name)
-            tasks.append({"name": name, "path": detail[0], "real": detail[1], "is_shard": True,
-                          "wanted": tensors_by_shard.get(name), "expected": expected_meta.get(name)})
+            tasks.append(_task(name, detail, True, index["tensors_by_shard"].get(name), expected_meta.get(name)))
+    return tasks, missing
 
-    on_disk = []
+
+def _stray_shards(root, index):
+    """The shard files on disk (sorted) that the index does not name."""
     try:
         entries = sorted(os.listdir(root))
     except OSError as exc:
         raise CheckpointError("%s: cannot list directory: %s" % (root, exc))
+    on_disk = []
     for entry in entries:
-        if entry.lower().endswith(SHARD_SUFFIX) and entry not in tensors_by_shard and entry != index_base \
-                and entry not in expected_names and os.path.isfile(os.path.join(root, entry)):
+        if entry.lower().endswith(SHARD_SUFFIX) and entry not in index["tensors_by_shard"] and entry != index["base"] \
+                and entry not in index["expected_names"] and os.path.isfile(os.path.join(root, entry)):
             on_disk.append(entry)
+    return on_disk
 
-    # A missing shard found on disk under another spelling (zero padding, case) is misnamed.
+
+def _find_misnamed(result, tasks, missing, on_disk, index, expected_meta, classify):
+    """A missing shard found on disk under another spelling (zero padding, case) is misnamed (and inspected);
+    the others are missing.  Returns ``(claimed, missing_detail)``: the stray files taken as misnamed shards,
+    and the reason each missing shard is missing, where one is known."""
     by_key = {}
     for entry in on_disk:
         by_key.setdefault(shard_key(entry), []).append(entry)
@@ -939,16 +1014,21 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
             if state == "ok":
                 claimed.add(found)
                 result["misnamed"].append({"expected": name, "found": found})
-                tasks.append({"name": found, "path": found_detail[0], "real": found_detail[1], "is_shard": True,
-                              "wanted": tensors_by_shard.get(name),
-                              "expected": expected_meta.get(found) or expected_meta.get(name)})
+                tasks.append(_task(found, found_detail, True, index["tensors_by_shard"].get(name),
+                                   expected_meta.get(found) or expected_meta.get(name)))
                 continue
         result["missing"].append(name)
         if detail:
             missing_detail[name] = detail
+    return claimed, missing_detail
 
-    # Files the expected metadata knows of besides the shards are checked when present.
-    seen = set(task["name"] for task in tasks) | set(expected_names)
+
+def _place_listed_files(result, tasks, index, expected_meta, classify):
+    """Files the expected metadata knows of besides the shards are checked when present.
+
+    Returns the set of names accounted for (inspected, named by the index, or listed in expected_files).
+    """
+    seen = set(task["name"] for task in tasks) | set(index["expected_names"])
     for name in sorted(expected_meta):
         if name in seen:
             continue
@@ -957,34 +1037,55 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
         if state == "unsafe":
             result["unsafe"].append({"file": name, "reason": "expected_files entry: %s" % detail})
         elif state == "ok":
-            tasks.append({"name": name, "path": detail[0], "real": detail[1], "is_shard": name.lower().endswith(SHARD_SUFFIX),
-                          "wanted": None, "expected": expected_meta[name]})
+            tasks.append(_task(name, detail, name.lower().endswith(SHARD_SUFFIX), None, expected_meta[name]))
+    return seen
 
+
+def _list_unexpected(result, on_disk, claimed, seen, ignore_files):
     for entry in on_disk:
         if entry in claimed or entry in seen or any(fnmatch.fnmatch(entry, pattern) for pattern in ignore_files):
             continue
         result["unexpected"].append(entry)
 
-    # --- cache ----------------------------------------------------------
+
+# --- cache and inspection ---------------------------------------------------
+
+def _cache_location(root, cache, cache_path, hash_mode):
+    """The digest cache's path, or None when no digest cache is used."""
+    if not cache or hash_mode == "false":
+        return None
+    if cache_path:
+        return os.path.abspath(os.path.expanduser(str(cache_path)))
+    return os.path.join(root, CACHE_FILE_NAME)
+
+
+def _prime_cache(tasks, cache_path, warnings):
+    """Give each task its cache entry; returns the cache's entries ({} without a cache)."""
     cache_entries = {}
-    use_cache = bool(cache) and hash_mode != "false"
-    if use_cache:
-        cache_path = os.path.abspath(os.path.expanduser(str(cache_path))) if cache_path else os.path.join(root, CACHE_FILE_NAME)
-        result["cache_path"] = cache_path
+    if cache_path is not None:
         cache_entries, warning = load_cache(cache_path)
         if warning:
             warnings.append(warning)
     for task in tasks:
-        task["cached"] = cache_entries.get(task["real"]) if use_cache else None
-        task["cacheable"] = use_cache
+        task["cached"] = cache_entries.get(task["real"]) if cache_path is not None else None
+        task["cacheable"] = cache_path is not None
+    return cache_entries
 
-    # --- inspect every file -----------------------------------------------
-    if tasks:
-        with ThreadPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-            reports = list(pool.map(lambda task: _inspect_file(task, hash_mode, chunk_size), tasks))
-    else:
-        reports = []
 
+def _inspect_all(tasks, hash_mode, chunk_size, workers):
+    """Every task's report (in task order), inspected by up to ``workers`` threads."""
+    if not tasks:
+        return []
+    with ThreadPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+        return list(pool.map(lambda task: _inspect_file(task, hash_mode, chunk_size), tasks))
+
+
+def _collect_reports(result, tasks, reports, warnings):
+    """Fold the reports into ``result``, in file name order.
+
+    Returns ``(new_entries, tensor_bytes, all_headers_read)``: the cache entries the reports give (real path ->
+    entry), the tensor bytes the shard headers hold, and whether every header could be read.
+    """
     tensor_bytes = 0
     all_headers_read = True
     new_entries = {}
@@ -1000,67 +1101,99 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
             result["bytes_total"] += report["size"]
         if report["size_mismatch"]:
             result["size_mismatch"].append(report["size_mismatch"])
-        check = report["check"]
-        if check is not None:
-            warnings.extend("%s: %s" % (name, warning) for warning in check["warnings"])
-            tensor_bytes += check["tensor_bytes"]
-            if check["truncated"]:
-                entry = {"file": name}
-                entry.update(check["truncated"])
-                result["truncated"].append(entry)
-            if check["corrupt"]:
-                result["corrupt"].append({
-                    "file": name,
-                    "tensor": next((tensor for tensor, message in check["corrupt"] if tensor is not None), None),
-                    "reason": check["corrupt"][0][1],
-                    "problems": [message for tensor, message in check["corrupt"][:LIST_CAP]],
-                    "count": len(check["corrupt"]),
-                })
-            if check["tensors"] is None:
+        if report["check"] is not None:
+            tensor_bytes += report["check"]["tensor_bytes"]
+            if not _collect_check(result, task, report["check"], warnings):
                 all_headers_read = False
-            elif task["wanted"]:
-                absent = sorted(set(task["wanted"]) - check["tensors"])
-                if absent:
-                    result["tensors_missing"].append({"file": name, "tensors": absent[:LIST_CAP], "count": len(absent)})
         if report["digest"] is not None:
-            result["sha256"][name] = report["digest"]
-            if report["hashed"]:
-                result["hashed"].append(name)
-                result["bytes_hashed"] += report["bytes_hashed"]
-            if report["from_cache"]:
-                result["from_cache"].append(name)
-            if report["cache_entry"] is not None:
-                new_entries[task["real"]] = report["cache_entry"]
-            want = (task["expected"] or {}).get("sha256")
-            if want is not None and want != report["digest"]:
-                result["checksum_mismatch"].append({"file": name, "expected": want, "actual": report["digest"]})
+            _collect_digest(result, task, report, new_entries)
+    return new_entries, tensor_bytes, all_headers_read
 
-    if (index_path is not None and total_size is not None and all_headers_read and not result["missing"]
-            and not result["unsafe"] and not result["truncated"] and tensor_bytes != total_size):
+
+def _collect_check(result, task, check, warnings):
+    """Fold one shard's structure check into ``result``; returns whether its header was read."""
+    name = task["name"]
+    warnings.extend("%s: %s" % (name, warning) for warning in check["warnings"])
+    if check["truncated"]:
+        entry = {"file": name}
+        entry.update(check["truncated"])
+        result["truncated"].append(entry)
+    if check["corrupt"]:
+        result["corrupt"].append({
+            "file": name,
+            "tensor": next((tensor for tensor, message in check["corrupt"] if tensor is not None), None),
+            "reason": check["corrupt"][0][1],
+            "problems": [message for tensor, message in check["corrupt"][:LIST_CAP]],
+            "count": len(check["corrupt"]),
+        })
+    if check["tensors"] is None:
+        return False
+    if task["wanted"]:
+        absent = sorted(set(task["wanted"]) - check["tensors"])
+        if absent:
+            result["tensors_missing"].append({"file": name, "tensors": absent[:LIST_CAP], "count": len(absent)})
+    return True
+
+
+def _collect_digest(result, task, report, new_entries):
+    """Fold one file's digest into ``result`` (and its cache entry into ``new_entries``)."""
+    name = task["name"]
+    result["sha256"][name] = report["digest"]
+    if report["hashed"]:
+        result["hashed"].append(name)
+        result["bytes_hashed"] += report["bytes_hashed"]
+    if report["from_cache"]:
+        result["from_cache"].append(name)
+    if report["cache_entry"] is not None:
+        new_entries[task["real"]] = report["cache_entry"]
+    want = (task["expected"] or {}).get("sha256")
+    if want is not None and want != report["digest"]:
+        result["checksum_mismatch"].append({"file": name, "expected": want, "actual": report["digest"]})
+
+
+def _check_total_size(result, index, tensor_bytes, all_headers_read, warnings):
+    """Warn when every shard was read and their tensors disagree with the index's metadata.total_size."""
+    if (index["path"] is not None and index["total_size"] is not None and all_headers_read and not result["missing"]
+            and not result["unsafe"] and not result["truncated"] and tensor_bytes != index["total_size"]):
         warnings.append("%s: metadata.total_size is %d but the shards hold %d bytes of tensors"
-                        % (index_path, total_size, tensor_bytes))
+                        % (index["path"], index["total_size"], tensor_bytes))
 
-    # --- write the cache back ---------------------------------------------
-    if use_cache:
-        merged = dict(cache_entries)
-        prefix = root_real.rstrip(os.sep) + os.sep
-        for real in list(merged):
-            if real.startswith(prefix) and not os.path.exists(real):
-                del merged[real]
-        for task, report in zip(tasks, reports):
-            if report["hashed"] and report["cache_entry"] is None:
-                merged.pop(task["real"], None)
-        merged.update(new_entries)
-        if merged != cache_entries:
-            # In check mode nothing is written; cache_written then says whether a real run would write it.
-            warning = write_cache(cache_path, merged) if write_cache_file else cache_writable(cache_path)
-            if warning:
-                warnings.append(warning)
-            else:
-                result["cache_written"] = True
 
-    # --- verdict ----------------------------------------------------------
-    errors = result["errors"]
+# --- write the cache back ---------------------------------------------------
+
+def _merged_cache(cache_entries, new_entries, tasks, reports, root_real):
+    """The cache to keep: the entries read, less the files gone from the model directory and the files hashed
+    now without a cacheable digest, plus the new entries."""
+    merged = dict(cache_entries)
+    prefix = root_real.rstrip(os.sep) + os.sep
+    for real in list(merged):
+        if real.startswith(prefix) and not os.path.exists(real):
+            del merged[real]
+    for task, report in zip(tasks, reports):
+        if report["hashed"] and report["cache_entry"] is None:
+            merged.pop(task["real"], None)
+    merged.update(new_entries)
+    return merged
+
+
+def _save_cache(result, cache_entries, merged, write_cache_file, warnings):
+    """Write the cache when it changed; in check mode nothing is written, and ``cache_written`` then says
+    whether a real run would write it."""
+    if merged == cache_entries:
+        return
+    cache_path = result["cache_path"]
+    warning = write_cache(cache_path, merged) if write_cache_file else cache_writable(cache_path)
+    if warning:
+        warnings.append(warning)
+    else:
+        result["cache_written"] = True
+
+
+# --- verdict ----------------------------------------------------------------
+
+def _verdict_errors(result, missing_detail):
+    """Every problem in ``result``, one message each naming its file."""
+    errors = []
     for name in result["missing"]:
         errors.append("%s: missing%s" % (name, " (%s)" % missing_detail[name] if name in missing_detail else ""))
     for entry in result["misnamed"]:
@@ -1085,10 +1218,7 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
         errors.append("%s: sha256 %s does not match the expected %s" % (entry["file"], entry["actual"], entry["expected"]))
     for name in result["unexpected"]:
         errors.append("%s: unexpected shard on disk, not named by the index (stale download?)" % name)
-    result["ok"] = not errors
-    result["warnings"] = warnings
-    result["elapsed_s"] = round(time.monotonic() - started, 3)
-    return result
+    return errors
 
 
 def failure_message(result):
