@@ -344,6 +344,50 @@ def normalize_model_config(config, hf_quant=None, config_path=CONFIG_FILE_NAME, 
     :kwarg config_path: file name used in messages and in ``source``.
     :kwarg hf_quant_path: file name of ``hf_quant`` (messages and ``source``).
     """
+    _require_objects(config, hf_quant, config_path, hf_quant_path)
+    top = _Reader(config, config_path)
+    text = _text_config(top, config_path)
+    lm = text if text is not None else top
+    architecture, text_architecture = _architectures(top, text)
+    model_type, text_model_type = _model_types(top, text)
+    dims = _dimensions(lm)
+    experts = _experts(lm)
+    mla = _mla(lm)
+    tie = _tie_word_embeddings(top, text)
+    quantization = _quantization(top, text, hf_quant, hf_quant_path)
+
+    return {
+        "architecture": architecture,
+        "model_type": model_type,
+        "text_architecture": text_architecture,
+        "text_model_type": text_model_type,
+        "text_config": text is not None,
+        "num_attention_heads": dims["num_attention_heads"],
+        "num_key_value_heads": dims["num_key_value_heads"],
+        "head_dim": dims["head_dim"],
+        "hidden_size": dims["hidden_size"],
+        "intermediate_size": experts["intermediate_size"],
+        "moe_intermediate_size": experts["moe_intermediate_size"],
+        "num_experts": experts["num_experts"],
+        "num_experts_per_tok": experts["num_experts_per_tok"],
+        "num_shared_experts": experts["num_shared_experts"],
+        "shared_expert_intermediate_size": experts["shared_expert_intermediate_size"],
+        "first_k_dense": experts["first_k_dense"],
+        "num_hidden_layers": dims["num_hidden_layers"],
+        "vocab_size": dims["vocab_size"],
+        "max_position_embeddings": lm.get_int("max_position_embeddings"),
+        "tie_word_embeddings": tie,
+        "mla": mla,
+        "quantization": quantization,
+        "source": {
+            "config": config_path,
+            "hf_quant_config": hf_quant_path if hf_quant is not None else None,
+        },
+    }
+
+
+def _require_objects(config, hf_quant, config_path, hf_quant_path):
+    """``config`` (and ``hf_quant`` when given) must be JSON objects."""
     if not isinstance(config, dict):
         raise ModelConfigError("%s: expected a JSON object at the top level, got %s"
                                % (config_path, json_type_name(config)))
@@ -351,19 +395,26 @@ def normalize_model_config(config, hf_quant=None, config_path=CONFIG_FILE_NAME, 
         raise ModelConfigError("%s: expected a JSON object at the top level, got %s"
                                % (hf_quant_path or HF_QUANT_FILE_NAME, json_type_name(hf_quant)))
 
-    top = _Reader(config, config_path)
-    text_config = top.get_obj("text_config")
-    if text_config is not None:
-        lm = _Reader(text_config, config_path, prefix="text_config.", looked_in="text_config")
-    else:
-        lm = top
 
-    architecture, text_architecture = _architectures(top, lm if text_config is not None else None)
+def _text_config(top, config_path):
+    """A reader for the multimodal wrapper's ``text_config`` (where the language model is), or None."""
+    text_config = top.get_obj("text_config")
+    if text_config is None:
+        return None
+    return _Reader(text_config, config_path, prefix="text_config.", looked_in="text_config")
+
+
+def _model_types(top, text):
+    """Return (model_type, text_model_type); the top level's model_type falls back to text_config's."""
     model_type = top.get_str("model_type")
-    text_model_type = lm.get_str("model_type") if text_config is not None else None
+    text_model_type = text.get_str("model_type") if text is not None else None
     if model_type is None:
         model_type = text_model_type
+    return model_type, text_model_type
 
+
+def _dimensions(lm):
+    """The attention and embedding dimensions, ``head_dim`` derived when it is not set."""
     hidden_size = lm.get_int("hidden_size", required=True)
     num_heads = lm.get_int("num_attention_heads", required=True)
     num_layers = lm.get_int("num_hidden_layers", required=True)
@@ -377,83 +428,72 @@ def normalize_model_config(config, hf_quant=None, config_path=CONFIG_FILE_NAME, 
                     % (lm.name("hidden_size"), hidden_size, lm.name("num_attention_heads"),
                        num_heads, lm.name("head_dim")))
         head_dim = hidden_size // num_heads
+    return {"hidden_size": hidden_size, "num_attention_heads": num_heads, "num_hidden_layers": num_layers,
+            "vocab_size": vocab_size, "num_key_value_heads": num_kv_heads, "head_dim": head_dim}
 
+
+def _experts(lm):
+    """The FFN and expert fields; ``num_experts`` None for a dense model."""
     experts_key = lm.first_key(EXPERT_COUNT_KEYS)
     num_experts = lm.get_int(experts_key, minimum=0) if experts_key else None
     if not num_experts:
         num_experts = None
-    is_moe = num_experts is not None
-
-    intermediate_size = lm.get_int("intermediate_size", required=not is_moe)
-    moe_intermediate_size = None
-    num_experts_per_tok = None
-    shared_intermediate = None
-    num_shared_experts = lm.get_int("n_shared_experts", minimum=0, default=0)
-    first_k_dense = lm.get_int("first_k_dense_replace", minimum=0, default=0)
-
-    if is_moe:
-        moe_intermediate_size = lm.get_int("moe_intermediate_size")
-        if moe_intermediate_size is None:
-            # Mixtral / MiniMax / gpt-oss: intermediate_size is the expert width.
-            if intermediate_size is None:
-                lm.missing("moe_intermediate_size")
-            moe_intermediate_size = intermediate_size
-        per_tok_key = lm.first_key(EXPERTS_PER_TOKEN_KEYS)
-        if per_tok_key is None:
-            lm.missing(EXPERTS_PER_TOKEN_KEYS[0])
-        num_experts_per_tok = lm.get_int(per_tok_key)
-        if num_experts_per_tok > num_experts:
-            lm.fail("field %s (%d) exceeds the number of experts %s (%d)"
-                    % (lm.name(per_tok_key), num_experts_per_tok, lm.name(experts_key), num_experts))
-        if first_k_dense and intermediate_size is None:
-            lm.missing("intermediate_size")
-
-        shared_key = lm.first_key(SHARED_INTERMEDIATE_KEYS)
-        if shared_key is not None:
-            shared_intermediate = lm.get_int(shared_key, minimum=0)
-            if not lm.has("n_shared_experts"):
-                # Qwen2-MoE: one shared expert of the stated width; MiniMax: 0 -> none.
-                num_shared_experts = 1 if shared_intermediate else 0
-        elif num_shared_experts:
-            shared_intermediate = num_shared_experts * moe_intermediate_size
-
-    mla = _mla(lm)
-
-    tie = lm.get_bool("tie_word_embeddings")
-    if tie is None and text_config is not None:
-        tie = top.get_bool("tie_word_embeddings")
-
-    quantization = _quantization(top, lm if text_config is not None else None,
-                                 hf_quant, hf_quant_path)
-
-    return {
-        "architecture": architecture,
-        "model_type": model_type,
-        "text_architecture": text_architecture,
-        "text_model_type": text_model_type,
-        "text_config": text_config is not None,
-        "num_attention_heads": num_heads,
-        "num_key_value_heads": num_kv_heads,
-        "head_dim": head_dim,
-        "hidden_size": hidden_size,
-        "intermediate_size": intermediate_size,
-        "moe_intermediate_size": moe_intermediate_size,
+    fields = {
         "num_experts": num_experts,
-        "num_experts_per_tok": num_experts_per_tok,
-        "num_shared_experts": num_shared_experts,
-        "shared_expert_intermediate_size": shared_intermediate,
-        "first_k_dense": first_k_dense,
-        "num_hidden_layers": num_layers,
-        "vocab_size": vocab_size,
-        "max_position_embeddings": lm.get_int("max_position_embeddings"),
-        "tie_word_embeddings": tie,
-        "mla": mla,
-        "quantization": quantization,
-        "source": {
-            "config": config_path,
-            "hf_quant_config": hf_quant_path if hf_quant is not None else None,
-        },
+        "intermediate_size": lm.get_int("intermediate_size", required=num_experts is None),
+        "moe_intermediate_size": None,
+        "num_experts_per_tok": None,
+        "shared_expert_intermediate_size": None,
+        "num_shared_experts": lm.get_int("n_shared_experts", minimum=0, default=0),
+        "first_k_dense": lm.get_int("first_k_dense_replace", minimum=0, default=0),
     }
+    if num_experts is not None:
+        _moe(lm, experts_key, fields)
+    return fields
+
+
+def _moe(lm, experts_key, fields):
+    """Fill ``fields``' MoE sizes: expert width, experts per token and shared experts."""
+    intermediate_size = fields["intermediate_size"]
+    moe_intermediate_size = lm.get_int("moe_intermediate_size")
+    if moe_intermediate_size is None:
+        # Mixtral / MiniMax / gpt-oss: intermediate_size is the expert width.
+        if intermediate_size is None:
+            lm.missing("moe_intermediate_size")
+        moe_intermediate_size = intermediate_size
+    fields["moe_intermediate_size"] = moe_intermediate_size
+    per_tok_key = lm.first_key(EXPERTS_PER_TOKEN_KEYS)
+    if per_tok_key is None:
+        lm.missing(EXPERTS_PER_TOKEN_KEYS[0])
+    num_experts_per_tok = lm.get_int(per_tok_key)
+    if num_experts_per_tok > fields["num_experts"]:
+        lm.fail("field %s (%d) exceeds the number of experts %s (%d)"
+                % (lm.name(per_tok_key), num_experts_per_tok, lm.name(experts_key), fields["num_experts"]))
+    fields["num_experts_per_tok"] = num_experts_per_tok
+    if fields["first_k_dense"] and intermediate_size is None:
+        lm.missing("intermediate_size")
+    _shared_experts(lm, fields)
+
+
+def _shared_experts(lm, fields):
+    """Fill ``fields``' shared expert count and width."""
+    shared_key = lm.first_key(SHARED_INTERMEDIATE_KEYS)
+    if shared_key is not None:
+        shared_intermediate = lm.get_int(shared_key, minimum=0)
+        fields["shared_expert_intermediate_size"] = shared_intermediate
+        if not lm.has("n_shared_experts"):
+            # Qwen2-MoE: one shared expert of the stated width; MiniMax: 0 -> none.
+            fields["num_shared_experts"] = 1 if shared_intermediate else 0
+    elif fields["num_shared_experts"]:
+        fields["shared_expert_intermediate_size"] = fields["num_shared_experts"] * fields["moe_intermediate_size"]
+
+
+def _tie_word_embeddings(top, text):
+    """``tie_word_embeddings`` of the language model, else (for a wrapper) of the top level."""
+    tie = (text if text is not None else top).get_bool("tie_word_embeddings")
+    if tie is None and text is not None:
+        tie = top.get_bool("tie_word_embeddings")
+    return tie
 
 
 def _architectures(top, text):
