@@ -833,6 +833,32 @@ def _summary(clean, flat, not_installed, unreadable):
     return "not clean: " + "; ".join(parts)
 
 
+def _worker_count(workers):
+    """``workers``, or the default when None; it must be a positive integer."""
+    if workers is None:
+        workers = default_workers()
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise VenvIntegrityError("workers: must be a positive integer, got %r" % (workers,))
+    return workers
+
+
+def _group_by_key(dists):
+    """Normalised distribution name -> the distributions installed under it (in ``dists`` order)."""
+    by_key = {}
+    for dist in dists:
+        by_key.setdefault(dist["key"], []).append(dist)
+    return by_key
+
+
+def _finish_reports(reports):
+    """Sort each report's lists and decide whether it is clean."""
+    for report in reports.values():
+        report["missing"].sort()
+        report["unrecorded"].sort()
+        report["modified"].sort(key=lambda entry: entry["path"])
+        report["clean"] = not (report["modified"] or report["missing"] or report["unrecorded"] or report["record_error"])
+
+
 def check_venv(venv, distributions=None, workers=None, ignore=None):
     """Check the distributions installed in ``venv``; return the result dict (see the module's RETURN).
 
@@ -842,19 +868,14 @@ def check_venv(venv, distributions=None, workers=None, ignore=None):
     """
     started = time.monotonic()
     wanted = normalize_distributions(distributions)
-    if workers is None:
-        workers = default_workers()
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise VenvIntegrityError("workers: must be a positive integer, got %r" % (workers,))
+    workers = _worker_count(workers)
     ignored = compile_ignore(ignore)
     root, site_dirs = find_site_packages(venv)
     primary = site_dirs[0]
     warnings = []
 
     dists = find_distributions(site_dirs)
-    by_key = {}
-    for dist in dists:
-        by_key.setdefault(dist["key"], []).append(dist)
+    by_key = _group_by_key(dists)
     recorded = _read_records(dists, site_dirs, warnings)
     checked, not_installed, provided_by = _select(wanted, by_key, root, warnings)
     reports = dict((dist["key"], _new_report(dist, provided_by.get(dist["key"], []))) for dist in checked)
@@ -865,11 +886,7 @@ def check_venv(venv, distributions=None, workers=None, ignore=None):
     unreadable, excluded = _unreadable_records(dists, checked, folder_owners)
     _find_unrecorded(folder_owners, excluded, recorded, reports, ignored, primary, flat, warnings)
 
-    for report in reports.values():
-        report["missing"].sort()
-        report["unrecorded"].sort()
-        report["modified"].sort(key=lambda entry: entry["path"])
-        report["clean"] = not (report["modified"] or report["missing"] or report["unrecorded"] or report["record_error"])
+    _finish_reports(reports)
     unrepairable = _unrepairable(not_installed, unreadable)
     clean = all(report["clean"] for report in reports.values()) and not unrepairable
 
