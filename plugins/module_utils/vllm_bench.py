@@ -46,7 +46,10 @@ vLLM 0.32's ``async_request_openai_completions`` / ``..._chat_completions`` and 
 
 What is pure (metrics, saturation, baseline comparison, tables, option and answer checks) lives
 here without aiohttp so it can be tested anywhere; ``run_level`` needs aiohttp, which every vLLM
-venv has.
+venv has. ``run_sweep`` is the whole benchmark the ``vllm_bench`` module runs, as named steps: the
+served model (``served_model``), the prompts (``build_workload``), warm-up and the levels
+(``sweep``), each level with its ``/metrics`` deltas and GPU energy (``measure_level``); it returns
+the result or raises ``BenchError``, which carries the levels measured when a level failed.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -56,10 +59,18 @@ __metaclass__ = type
 import asyncio
 import json
 import math
+import os
 import random
 import re
+import resource
 import ssl
 import time
+
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.gpu_power import PowerMeter
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import MAX_CONFIG_BYTES, read_json_object
 
 try:
     import aiohttp
@@ -576,3 +587,253 @@ async def _abandon(pending, records, reason):
         task.cancel()
     await asyncio.wait(pending)
     records.extend(abandoned_record(reason) for task in pending if task.cancelled())
+
+
+# ---- the sweep the vllm_bench module runs -----------------------------------------------------
+
+# Counters of vLLM's /metrics whose change over a level is reported.
+SERVER_COUNTERS = (
+    "vllm:num_preemptions_total",
+    "vllm:request_success_total",
+    "vllm:request_queue_time_seconds_sum",
+    "vllm:request_queue_time_seconds_count",
+    "vllm:prompt_tokens_total",
+    "vllm:generation_tokens_total",
+)
+DEFAULT_VOCAB = 32000
+
+
+class BenchError(Exception):
+    """The benchmark cannot run, or a level failed it. ``result`` holds the module's result keys to return with
+    the failure (the levels measured, the failed one included), empty when it failed before the sweep."""
+
+    def __init__(self, msg, result=None):
+        super(BenchError, self).__init__(msg)
+        self.result = result or {}
+
+
+def check_mode_result():
+    """What the module returns in check mode: a benchmark is its measurement, so nothing is sent."""
+    return dict(changed=False, skipped=True, msg="a benchmark does not run in check mode", levels=[],
+                saturation_concurrency=None, peak_output_tokens_per_s=0.0, peak_concurrency=None,
+                workload={}, aborted=None, failed_level=None)
+
+
+def _http_get(params, url, timeout=10, data=None):
+    """GET (or POST ``data`` as JSON) with the API key; redirects are refused, certificates checked unless told not to."""
+    headers = {"Content-Type": "application/json"}
+    if params["api_key"]:
+        headers["Authorization"] = "Bearer %s" % params["api_key"]
+    response = open_url(url, data=None if data is None else json.dumps(data), method="POST" if data else "GET",
+                        headers=headers, timeout=timeout, validate_certs=params["validate_certs"],
+                        follow_redirects="none")
+    return response.read().decode("utf-8", "replace")
+
+
+def _http_problem(url, exc):
+    """What an HTTPError of ``url`` means, redirects included (they are never followed)."""
+    if 300 <= exc.code < 400:
+        where = exc.headers.get("Location") if exc.headers is not None else None
+        return ("%s answered a redirect (HTTP %s) to %s; redirects are not followed, so that the API key stays with "
+                "the server it is meant for: set base_url to where the server answers" % (url, exc.code, where))
+    return "%s answered HTTP %s%s" % (url, exc.code, " (is api_key right?)" if exc.code == 401 else "")
+
+
+def _model_list(params, url):
+    """The checked entries of /v1/models, or BenchError saying why the server cannot be used."""
+    try:
+        return parse_models(url, _http_get(params, url))
+    except HTTPError as exc:
+        raise BenchError(_http_problem(url, exc))
+    except AnswerError as exc:
+        raise BenchError(str(exc))
+    except (URLError, OSError, ValueError) as exc:
+        raise BenchError("cannot reach the server at %s: %s" % (params["base_url"], getattr(exc, "reason", exc)))
+
+
+def served_model(params):
+    """The /v1/models entry of ``model``, or BenchError saying why the server cannot be used."""
+    url = params["base_url"].rstrip("/") + "/v1/models"
+    models = _model_list(params, url)
+    entry = next((item for item in models if item["id"] == params["model"]), None)
+    if entry is None:
+        raise BenchError("the server at %s does not serve model '%s'; it serves %s"
+                         % (params["base_url"], params["model"], [item["id"] for item in models]))
+    needed = params["input_len"] + params["output_len"]
+    if entry.get("max_model_len") is not None and needed > entry["max_model_len"]:
+        raise BenchError("input_len + output_len = %d tokens, more than the max_model_len %d that %s gives for '%s'"
+                         % (needed, entry["max_model_len"], url, params["model"]))
+    return entry
+
+
+def vocabulary(params, model_entry):
+    """The vocabulary size the prompts are drawn from and where it comes from (given, a config.json, default)."""
+    if params["vocab_size"]:
+        return params["vocab_size"], "given"
+    config = os.path.join(model_entry.get("root") or "", "config.json")
+    if not model_entry.get("root") or not os.path.isfile(config):
+        return DEFAULT_VOCAB, "default"
+    try:
+        data = read_json_object(config, ValueError, MAX_CONFIG_BYTES)
+        size = data.get("vocab_size") or (data.get("text_config") or {}).get("vocab_size")
+    except (ValueError, AttributeError) as exc:
+        raise BenchError("cannot read vocab_size from %s: %s; set vocab_size" % (config, exc))
+    if size is None:
+        return DEFAULT_VOCAB, "default"
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise BenchError("%s has vocab_size %s, not a whole number of tokens; set vocab_size" % (config, json.dumps(size)))
+    return size, config
+
+
+def scrape(params):
+    """The SERVER_COUNTERS of /metrics now, or None when turned off or unavailable."""
+    if not params["scrape_metrics"]:
+        return None
+    try:
+        text = _http_get(params, params["base_url"].rstrip("/") + "/metrics")
+    except (HTTPError, URLError, OSError, ValueError):
+        return None
+    return parse_prometheus(text, set(SERVER_COUNTERS))
+
+
+def reachable(params):
+    try:
+        _http_get(params, params["base_url"].rstrip("/") + "/health", timeout=5)
+        return True
+    except (HTTPError, URLError, OSError, ValueError):
+        return False
+
+
+def chat_prompts(params, token_prompts):
+    """Text for the chat API: the seeded token ids, detokenized by the server itself."""
+    url = params["base_url"].rstrip("/") + "/detokenize"
+    prompts = []
+    for ids in token_prompts:
+        try:
+            prompts.append(parse_detokenized(url, _http_get(params, url, data={"model": params["model"], "tokens": ids})))
+        except HTTPError as exc:
+            raise BenchError("the server could not detokenize the chat prompts: %s" % _http_problem(url, exc))
+        except AnswerError as exc:
+            raise BenchError("the server could not detokenize the chat prompts: %s" % exc)
+        except (URLError, OSError, ValueError) as exc:
+            raise BenchError("the server could not detokenize the chat prompts: %s" % getattr(exc, "reason", exc))
+    return prompts
+
+
+def cpu_seconds():
+    """CPU seconds (user + system) of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def build_workload(params, entry):
+    """The prompts (token ids, or their text for chat), their lengths and the workload description."""
+    vocab_size, vocab_from = vocabulary(params, entry)
+    per_level = params["requests_per_level"] or max(8, 4 * max(params["concurrency"]))
+    token_prompts = random_token_prompts(per_level, params["input_len"], vocab_size, params["seed"],
+                                         reserved_ids=min(params["reserved_token_ids"], vocab_size - 1))
+    prompts = chat_prompts(params, token_prompts) if params["api"] == "chat" else token_prompts
+    workload = {"model": params["model"], "base_url": params["base_url"], "api": params["api"],
+                "input_len": params["input_len"], "output_len": params["output_len"],
+                "ignore_eos": params["ignore_eos"], "seed": params["seed"], "vocab_size": vocab_size,
+                "vocab_size_from": vocab_from, "prompts": per_level,
+                "requests_per_level": None if params["duration"] else "4 x concurrency, at least 8"
+                if not params["requests_per_level"] else params["requests_per_level"],
+                "duration_s": params["duration"] or None, "max_model_len": entry.get("max_model_len"),
+                "max_failure_ratio": params["max_failure_ratio"], "temperature": TEMPERATURE}
+    return prompts, [len(ids) for ids in token_prompts], workload
+
+
+def warm_up(params, loop, prompts, prompt_lens):
+    """Send the warm-up requests one at a time; the reason the sweep cannot start when one fails, else None."""
+    count = params["warmup_requests"]
+    if not count:
+        return None
+    records, dummy = loop.run_until_complete(run_level(
+        params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count], 1,
+        params["output_len"], params["ignore_eos"], params["request_timeout"], params["api_key"],
+        max_failure_ratio=0, validate_certs=params["validate_certs"]))
+    failed = [record for record in records if not record["ok"] and not record.get("abandoned")]
+    if failed:
+        return "a warm-up request failed (%s): %s" % (failed[0]["error_class"], failed[0]["error"])
+    return None
+
+
+def server_deltas(before, after):
+    """The change of each SERVER_COUNTERS over a level; empty when /metrics could not be read before or after."""
+    if before is None or after is None:
+        return {}
+    return {name: round(after.get(name, 0.0) - before.get(name, 0.0), 6) for name in SERVER_COUNTERS if name in after}
+
+
+def measure_level(params, loop, meter, concurrency, prompts, prompt_lens):
+    """One level: its requests, then its figures with /metrics deltas, client CPU and GPU energy."""
+    count = len(prompts) if params["duration"] else (params["requests_per_level"] or max(8, 4 * concurrency))
+    before = scrape(params)
+    cpu_before = cpu_seconds()
+    if meter is not None:
+        meter.start()
+    records, wall = loop.run_until_complete(run_level(
+        params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count], concurrency,
+        params["output_len"], params["ignore_eos"], params["request_timeout"], params["api_key"],
+        duration_s=params["duration"] or None, max_failure_ratio=params["max_failure_ratio"],
+        validate_certs=params["validate_certs"]))
+    energy = meter.stop() if meter is not None else None
+    after = scrape(params)
+    level = level_metrics(concurrency, records, wall)
+    level["power"] = energy
+    level["joules_per_output_token"] = (round(energy["energy_j"] / level["output_tokens"], 4)
+                                        if energy and level["output_tokens"] else None)
+    level["client_cpu_s"] = round(cpu_seconds() - cpu_before, 3)
+    level["server_metrics"] = server_deltas(before, after)
+    return level
+
+
+def sweep(params, meter, prompts, prompt_lens):
+    """Warm up, then every level until one fails; returns (levels, why it stopped or None, the failed level or None)."""
+    loop = asyncio.new_event_loop()
+    levels = []
+    try:
+        reason = warm_up(params, loop, prompts, prompt_lens)
+        if reason:
+            return levels, reason, None
+        for concurrency in params["concurrency"]:
+            if not reachable(params):
+                return levels, "the server stopped answering /health before level C=%d" % concurrency, concurrency
+            level = measure_level(params, loop, meter, concurrency, prompts, prompt_lens)
+            levels.append(level)
+            reason = level_failure(level, params["max_failure_ratio"])
+            if reason:
+                if not reachable(params):
+                    reason = "the server went away during level C=%d (%s)" % (concurrency, reason)
+                return levels, reason, concurrency
+    finally:
+        loop.close()
+    return levels, None, None
+
+
+def run_sweep(params, power_meter=PowerMeter):
+    """The benchmark of the module's ``params``: the served model, the prompts, warm-up and every level.
+
+    Returns the result (levels, workload, saturation and peak, power, times). Raises BenchError when the server
+    cannot be used (nothing measured) or when the sweep stopped (warm-up, a level past max_failure_ratio, the
+    server gone); then ``result`` holds the same keys with the levels measured, the failed one included.
+    ``power_meter`` builds the GPU energy meter (``PowerMeter``'s signature).
+    """
+    entry = served_model(params)
+    prompts, prompt_lens, workload = build_workload(params, entry)
+    meter = power_meter(indices=params["power_gpus"]) if params["power"] else None
+    power_unavailable = "turned off (power: false)" if meter is None else meter.reason
+    started = time.time()
+    try:
+        levels, aborted, failed_level = sweep(params, meter, prompts, prompt_lens)
+    finally:
+        if meter is not None:
+            meter.close()
+    result = dict(levels=levels, workload=workload, aborted=aborted, failed_level=failed_level,
+                  elapsed_s=round(time.time() - started, 1), power_unavailable=power_unavailable,
+                  client_cpu_s=round(cpu_seconds(), 3))
+    result.update(saturation(levels))
+    if aborted:
+        raise BenchError("%s; the %d level(s) measured are in 'levels'" % (aborted, len(levels)), result)
+    return result

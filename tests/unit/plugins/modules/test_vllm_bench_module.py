@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_bench
 
 MODELS = {"object": "list", "data": [{"id": "tiny-llama", "object": "model", "root": "/nonexistent", "max_model_len": 256}]}
@@ -348,3 +349,60 @@ def test_validate_certs_false_accepts_a_self_signed_server(run_module, fake_serv
     result, failed = run_module(vllm_bench.main, bench_args(url, validate_certs=False))
     assert not failed, result.get("msg")
     assert result["levels"][0]["completed"] == 8
+
+
+# ---- the sweep in module_utils: run_sweep returns the result or raises with the levels ---------
+
+class FakeMeter(object):
+    """A PowerMeter stand-in: 12 J per level, and whether it was closed."""
+
+    made = []
+
+    def __init__(self, indices=None):
+        self.indices, self.reason, self.starts, self.closed = indices, None, 0, False
+        FakeMeter.made.append(self)
+
+    def start(self):
+        self.starts += 1
+
+    def stop(self):
+        return {"energy_j": 12.0, "seconds": 1.0, "gpus": 1, "samples": 0, "source": "energy counter",
+                "average_w": 12.0, "sampled_average_w": None}
+
+    def close(self):
+        self.closed = True
+
+
+def sweep_params(url, **extra):
+    params = {name: spec.get("default") for name, spec in vllm_bench.ARGUMENT_SPEC.items()}
+    params.update(bench_args(url, power=True, power_gpus=[0], **extra))
+    return params
+
+
+def test_run_sweep_returns_the_levels_with_their_energy_and_closes_the_meter(fake_server):
+    state, url = fake_server()
+    del FakeMeter.made[:]
+    result = bench.run_sweep(sweep_params(url, concurrency=[1, 2]), power_meter=FakeMeter)
+    meter, = FakeMeter.made
+    assert meter.indices == [0] and meter.starts == 2 and meter.closed
+    assert [level["joules_per_output_token"] for level in result["levels"]] == [0.5, 0.5]     # 12 J / 24 tokens
+    assert result["power_unavailable"] is None and result["peak_concurrency"] in (1, 2)
+
+
+def test_run_sweep_raises_with_the_levels_measured_and_still_closes_the_meter(fake_server):
+    state, url = fake_server(lambda number: "ok" if number <= 8 else "http_500")
+    del FakeMeter.made[:]
+    with pytest.raises(bench.BenchError) as caught:
+        bench.run_sweep(sweep_params(url, concurrency=[1, 4, 16]), power_meter=FakeMeter)
+    assert FakeMeter.made[0].closed
+    assert str(caught.value).startswith("level C=4: ") and str(caught.value).endswith("; the 2 level(s) measured are in 'levels'")
+    assert caught.value.result["failed_level"] == 4 and [level["concurrency"] for level in caught.value.result["levels"]] == [1, 4]
+    assert caught.value.result["levels"][1]["joules_per_output_token"] is None       # no output tokens at C=4
+
+
+def test_run_sweep_fails_before_the_sweep_without_a_result(fake_server):
+    state, url = fake_server()
+    with pytest.raises(bench.BenchError) as caught:
+        bench.run_sweep(sweep_params(url, model="other"), power_meter=FakeMeter)
+    assert str(caught.value) == "the server at %s does not serve model 'other'; it serves ['tiny-llama']" % url
+    assert caught.value.result == {}
