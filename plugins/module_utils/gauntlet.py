@@ -19,11 +19,18 @@ Two ways to rank, both over levels that completed every request:
 - ``output_tokens_per_s_within_latency_budget``: the highest output tok/s among levels whose latency
   statistic (p99 TTFT by default) stays within the budget. A candidate with no such level is not ranked,
   and says so.
+
+``build_report`` turns the ``vllm_gauntlet_report`` module's options into what ``report_files.write_report``
+writes (the ranking document, the table, the PNG renderer) and what the module returns (``summary``).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
+
+MODULE_NAME = "vllm_gauntlet_report"
 
 RANK_BY = ("peak_output_tokens_per_s", "output_tokens_per_s_within_latency_budget")
 LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
@@ -219,3 +226,78 @@ def markdown(title, ranking, rank_by, budget=None):
             _cell(row.get("measured_c1_output_tokens_per_s")), _cell(row.get("predicted_c1_output_tokens_per_s")),
             _cell(row.get("c1_ratio"), "%.2f"), _cell(ttft), _cell(row.get("time_to_ready_s")), note))
     return "\n".join(lines) + "\n"
+
+
+# ---- the report the vllm_gauntlet_report module writes ----------------------------------------
+
+def sweeps_only(candidates):
+    """The candidates with a registered ``vllm_bench`` task result replaced by its sweep (``ansible_facts``)."""
+    unwrapped = []
+    for candidate in candidates:
+        result = candidate.get("result")
+        if isinstance(result, dict) and "levels" not in result and "vllm_bench" in (result.get("ansible_facts") or {}):
+            candidate = dict(candidate, result=result["ansible_facts"]["vllm_bench"])
+        unwrapped.append(candidate)
+    return unwrapped
+
+
+def draw_predicted(throughput, latency, row, metric, color):
+    """The planner's estimate beside the measured line: same colour, dashed, hollow markers."""
+    xs, tok_s, latency_ms = predicted_points(row, metric)
+    if not xs:
+        return
+    style = dict(color=color, linestyle="--", marker="o", markerfacecolor="none", alpha=0.8)
+    throughput.plot(xs, tok_s, label="%s predicted" % row["name"], **style)
+    if any(value is not None for value in latency_ms):
+        latency.plot(xs, latency_ms, label="%s predicted" % row["name"], **style)
+
+
+def png_renderer(title, ranking, rank_by, budget):
+    """A function drawing output tok/s and the budgeted latency (p99 TTFT by default) against concurrency, one
+    line per measured candidate and a dashed one for its prediction, at the path it is given."""
+    metric, statistic = ("ttft_ms", "p99")
+    if rank_by == "output_tokens_per_s_within_latency_budget":
+        metric, statistic = budget["metric"], budget["statistic"]
+
+    def render(path):
+        figure, (throughput, latency) = report_files.two_panel_figure()
+        for row in ranking:
+            levels = (row.get("result") or {}).get("levels") or []
+            if row["status"] != "measured" or not levels:
+                continue
+            label = "%s%s" % (row["name"], " (winner)" if row["rank"] == 1 else "")
+            xs = [level["concurrency"] for level in levels]
+            line = throughput.plot(xs, [level["output_tokens_per_s"] for level in levels], "-o", label=label)[0]
+            latency.plot(xs, [(level.get(metric) or {}).get(statistic) for level in levels], "-o", label=label)
+            draw_predicted(throughput, latency, row, metric, line.get_color())
+        if rank_by == "output_tokens_per_s_within_latency_budget":
+            latency.axhline(budget["max_ms"], color="red", linestyle="--", label="budget")
+        report_files.finish_axis(throughput, "Output throughput", "tok/s", fontsize="small")
+        report_files.finish_axis(latency, "%s %s" % (statistic, metric[:-3].upper()), "ms", fontsize="small")
+        report_files.save_figure(figure, title, path, MODULE_NAME)
+
+    return render
+
+
+def summary(ranking):
+    """The ranking the module returns: the figures only; the sweeps and estimates stay in the JSON file."""
+    return [dict((key, value) for key, value in row.items() if key not in ("result", "estimate")) for row in ranking]
+
+
+def build_report(params):
+    """What the module writes and returns for its ``params``: ``files``, ``json_doc``, ``markdown``, ``png`` (a
+    renderer or None), ``ranking`` (every row, sweeps included) and ``winner`` (its row or None). Raises
+    GauntletError naming the option that is wrong."""
+    problem = report_files.prologue_problem(params["name"], params["plot"])
+    if problem:
+        raise GauntletError(problem)
+    budget = check_budget(params["latency_budget"]) if params["latency_budget"] else None
+    ranking = rank(sweeps_only(params["candidates"]), params["rank_by"], budget, incumbent=params["incumbent"],
+                   min_gain_pct=params["min_gain_pct"])
+    text = markdown(params["name"], ranking, params["rank_by"], budget)
+    best = winner(ranking)
+    document = {"name": params["name"], "rank_by": params["rank_by"], "latency_budget": budget,
+                "winner": best["name"] if best else None, "ranking": ranking}
+    return {"files": report_files.report_paths(params["output_dir"], params["name"], params["plot"]),
+            "json_doc": document, "markdown": text, "ranking": ranking, "winner": best,
+            "png": png_renderer(params["name"], ranking, params["rank_by"], budget) if params["plot"] else None}

@@ -9,15 +9,22 @@ Every file a report module writes carries a marker, the module's name (``gauntle
 a ``generator`` key on each history line. Before it replaces or appends to a file, the module looks for its
 marker near the start of that file; a file without it belongs to somebody else and is left alone, and the
 module fails naming it. Reports may hold the workload and unit details of a deployment, so they are 0640.
+
+``write_report`` is the one way both report modules write: the marker check, the directory, the JSON and
+Markdown (left alone when their bytes would not change), the PNG and a history line, and in check mode the
+same decisions without writing (its ``changed`` is what a real run would report). ``pyplot`` and the
+``*_figure``/``finish_axis`` helpers are the PNG set-up both modules share.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import tempfile
 
+from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.text.converters import to_bytes
 
 REPORT_MODE = 0o640
@@ -95,3 +102,138 @@ def append_line(path, line, marker):
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, REPORT_MODE)
     with os.fdopen(descriptor, "ab") as stream:
         stream.write(to_bytes(line))
+
+
+# ---- one report: paths, prologue, writing (or predicting) every file -------------------------
+
+def report_paths(output_dir, name, plot, history_file=False):
+    """The files of report ``name``: ``json``, ``markdown``, ``png`` (None without ``plot``), and, unless
+    ``history_file`` is False, ``history`` (the given path, or ``history.jsonl`` in ``output_dir``)."""
+    base = os.path.join(output_dir, name)
+    files = {"json": base + ".json", "markdown": base + ".md", "png": base + ".png" if plot else None}
+    if history_file is not False:
+        files["history"] = history_file or os.path.join(output_dir, "history.jsonl")
+    return files
+
+
+def prologue_problem(name, plot):
+    """Why a report cannot be written (``name`` not a plain file name, a plot without matplotlib), or None."""
+    if "/" in name or not name.strip():
+        return "name: '%s' must be a plain file name" % name
+    if plot and pyplot() is None:
+        return missing_required_lib("matplotlib", reason="for the PNG plot (or set plot: false)")
+    return None
+
+
+def json_document(module_name, document):
+    """The JSON file's text: ``document`` with the module's ``generator`` marker, indented, keys sorted."""
+    return json.dumps(dict(document, generator=marker_of(module_name)), indent=2, sort_keys=True) + "\n"
+
+
+def check_targets(files, output_dir, marker):
+    """Refuse, before anything is written (also in check mode), every path that is not ours and directories a
+    real run could not use: ``output_dir`` that is not a directory, a history file in a directory that is missing."""
+    for path in files.values():
+        if path:
+            check_ours(path, marker)
+    if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
+        raise ReportFileError("output_dir: %s exists and is not a directory" % output_dir)
+    history = files.get("history")
+    folder = os.path.dirname(history or "") or "."
+    if history and os.path.normpath(folder) != os.path.normpath(output_dir) and not os.path.isdir(folder):
+        raise ReportFileError("history_file: %s: its directory %s does not exist" % (history, folder))
+
+
+def planned_changes(files, contents, png_renderer, history_line):
+    """What a run would change: the data files whose bytes differ, the PNG (drawn when a data file changes or it
+    is missing: it follows the data, so it is never rendered only to be compared), the history (always appended)."""
+    changes = [key for key in ("json", "markdown") if would_change(files[key], contents[key])]
+    if png_renderer is not None and files["png"] and (changes or not os.path.exists(files["png"])):
+        changes.append("png")
+    if history_line is not None:
+        changes.append("history")
+    return changes
+
+
+def write_png(module, path, png_renderer):
+    """Draw the PNG into a temporary file beside ``path`` and move it there whole, 0640."""
+    handle, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".png")
+    os.close(handle)
+    try:
+        png_renderer(temp)
+        os.chmod(temp, REPORT_MODE)
+        module.atomic_move(temp, path)
+    finally:
+        if os.path.lexists(temp):
+            os.remove(temp)
+    os.chmod(path, REPORT_MODE)
+
+
+def write_report(module, module_name, files, json_doc, markdown, png_renderer=None, check_mode=False,
+                 history_line=None):
+    """Write report ``files`` (from ``report_paths``) of ``module_name``, or in check mode say what would change.
+
+    ``json_doc`` is a dict (written with the marker, see ``json_document``), ``markdown`` the text (written after
+    the marker line), ``png_renderer`` a function drawing the PNG at the path it is given (None: no PNG),
+    ``history_line`` a line appended to ``files["history"]`` (None: no history). Files that are not ours are
+    refused first (ReportFileError) in both modes. Returns ``{"files": files, "changed": bool}``; check mode's
+    ``changed`` is the real run's: a data file missing or with other bytes, the PNG then or when missing, a history
+    line always.
+    """
+    output_dir = os.path.dirname(files["json"])
+    check_targets(files, output_dir, marker_of(module_name))
+    contents = {"json": json_document(module_name, json_doc), "markdown": markdown_marker(module_name) + markdown}
+    changes = planned_changes(files, contents, png_renderer, history_line)
+    if check_mode:
+        return {"files": files, "changed": bool(changes)}
+    if not os.path.isdir(output_dir):
+        os.makedirs(output_dir, 0o750)
+    for key in ("json", "markdown"):
+        if key in changes:
+            write_atomic(module, files[key], contents[key])
+    if "png" in changes:
+        write_png(module, files["png"], png_renderer)
+    if "history" in changes:
+        append_line(files["history"], history_line, marker_of(module_name))
+    return {"files": files, "changed": bool(changes)}
+
+
+# ---- PNG set-up shared by the report modules ------------------------------------------------
+
+_PYPLOT = []
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only, no display), or None without matplotlib."""
+    if not _PYPLOT:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            plt = None
+        _PYPLOT.append(plt)
+    return _PYPLOT[0]
+
+
+def two_panel_figure():
+    """A figure of two plots side by side (throughput, latency), as both reports draw them."""
+    return pyplot().subplots(1, 2, figsize=(11, 4.2))
+
+
+def finish_axis(axis, title, unit, **legend):
+    """Concurrency on a log2 x axis, ``unit`` on y, a grid and the legend (``legend``: its options)."""
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel("concurrency")
+    axis.set_ylabel(unit)
+    axis.set_title(title)
+    axis.grid(True, alpha=0.3)
+    axis.legend(**legend)
+
+
+def save_figure(figure, title, path, module_name):
+    """Title, lay out and save the figure as a PNG carrying the module's marker in its Software text."""
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110, format="png", metadata={"Software": marker_of(module_name)})
+    pyplot().close(figure)

@@ -19,7 +19,9 @@ description:
     winner first, skipped and failed candidates with their reasons, the planner's predicted figures beside the measured
     ones) and C(<name>.png) (output tok/s and the budgeted latency against concurrency, one line per measured candidate
     and a dashed one for its prediction).
-  - A file whose content would not change is left alone, so a re-run of a finished gauntlet reports no change.
+  - A file whose content would not change is left alone, so a re-run of a finished gauntlet reports no change. The
+    PNG follows the data; it is drawn when the JSON or the Markdown changes, or when it is missing.
+  - An O(output_dir) that exists and is not a directory fails the task naming it before anything is written.
   - Meant to run on the controller (delegated to C(localhost)); the PNG needs matplotlib there.
   - The files are written mode 0640 and carry the marker C(gauntlet.vllm.vllm_gauntlet_report) (a C(generator) key,
     a first-line comment, the PNG's C(Software) text). A file already at one of the paths without that marker was
@@ -97,8 +99,10 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    details: In check mode it ranks and renders the table, writes nothing, and predicts C(changed) by comparing with
-      the files already there.
+    details: In check mode it ranks and renders the table, writes nothing, and predicts C(changed) by comparing the
+      JSON and Markdown it would write with the files already there, byte for byte; the PNG is not drawn, it is
+      predicted by the rule a real run follows (drawn when the JSON or Markdown changes, or when it is missing).
+      Files that are not ours and an unusable O(output_dir) fail the task in check mode as in a real run.
 seealso:
   - module: gauntlet.vllm.vllm_bench
   - module: gauntlet.vllm.vllm_bench_report
@@ -186,141 +190,48 @@ files:
   type: dict
 """
 
-import json
-import os
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import gauntlet
 from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
+# The plot's prediction lines, kept importable from the module where the unit tests look for them.
+from ansible_collections.gauntlet.vllm.plugins.module_utils.gauntlet import draw_predicted  # noqa: F401 pylint: disable=unused-import
 
-MARKER = report_files.marker_of("vllm_gauntlet_report")
-
-try:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-except ImportError:
-    plt = None
-
-
-def draw_predicted(throughput, latency, row, metric, color):
-    """The planner's estimate beside the measured line: same colour, dashed, hollow markers."""
-    xs, tok_s, latency_ms = gauntlet.predicted_points(row, metric)
-    if not xs:
-        return
-    style = dict(color=color, linestyle="--", marker="o", markerfacecolor="none", alpha=0.8)
-    throughput.plot(xs, tok_s, label="%s predicted" % row["name"], **style)
-    if any(value is not None for value in latency_ms):
-        latency.plot(xs, latency_ms, label="%s predicted" % row["name"], **style)
-
-
-def render_png(path, title, ranking, rank_by, budget):
-    metric, statistic = ("ttft_ms", "p99")
-    if rank_by == "output_tokens_per_s_within_latency_budget":
-        metric, statistic = budget["metric"], budget["statistic"]
-    figure, (throughput, latency) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for row in ranking:
-        levels = (row.get("result") or {}).get("levels") or []
-        if row["status"] != "measured" or not levels:
-            continue
-        label = "%s%s" % (row["name"], " (winner)" if row["rank"] == 1 else "")
-        xs = [level["concurrency"] for level in levels]
-        line = throughput.plot(xs, [level["output_tokens_per_s"] for level in levels], "-o", label=label)[0]
-        latency.plot(xs, [(level.get(metric) or {}).get(statistic) for level in levels], "-o", label=label)
-        draw_predicted(throughput, latency, row, metric, line.get_color())
-    if rank_by == "output_tokens_per_s_within_latency_budget":
-        latency.axhline(budget["max_ms"], color="red", linestyle="--", label="budget")
-    for axis, name, unit in ((throughput, "Output throughput", "tok/s"),
-                             (latency, "%s %s" % (statistic, metric[:-3].upper()), "ms")):
-        axis.set_xscale("log", base=2)
-        axis.set_xlabel("concurrency")
-        axis.set_ylabel(unit)
-        axis.set_title(name)
-        axis.grid(True, alpha=0.3)
-        axis.legend(fontsize="small")
-    figure.suptitle(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110, metadata={"Software": MARKER})
-    plt.close(figure)
-
-
-def write_files(module, files, document, text, plot):
-    """Write (or, in check mode, predict) the JSON, Markdown and PNG; returns whether anything changed."""
-    for path in files.values():
-        if path:
-            report_files.check_ours(path, MARKER)
-    if module.check_mode:
-        changed = report_files.would_change(files["json"], document) or report_files.would_change(files["markdown"], text)
-        return changed or bool(plot and not os.path.exists(files["png"]))
-    output_dir = os.path.dirname(files["json"])
-    if not os.path.isdir(output_dir):
-        os.makedirs(output_dir, 0o750)
-    # The plot follows the JSON: redrawn only when the figures behind it changed, or when it is missing.
-    changed = report_files.write_atomic(module, files["json"], document, unless_unchanged=True)
-    changed = report_files.write_atomic(module, files["markdown"], text, unless_unchanged=True) or changed
-    return changed
+ARGUMENT_SPEC = dict(
+    candidates=dict(type="list", elements="dict", required=True),
+    rank_by=dict(type="str", default="peak_output_tokens_per_s", choices=list(gauntlet.RANK_BY)),
+    latency_budget=dict(type="dict", options=dict(
+        metric=dict(type="str", default="ttft_ms", choices=list(gauntlet.LATENCY_METRICS)),
+        statistic=dict(type="str", default="p99", choices=list(gauntlet.LATENCY_STATISTICS)),
+        max_ms=dict(type="float", required=True),
+    )),
+    incumbent=dict(type="str"),
+    min_gain_pct=dict(type="float", default=0.0),
+    name=dict(type="str", default="gauntlet"),
+    output_dir=dict(type="path", required=True),
+    plot=dict(type="bool", default=True),
+)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            candidates=dict(type="list", elements="dict", required=True),
-            rank_by=dict(type="str", default="peak_output_tokens_per_s", choices=list(gauntlet.RANK_BY)),
-            latency_budget=dict(type="dict", options=dict(
-                metric=dict(type="str", default="ttft_ms", choices=list(gauntlet.LATENCY_METRICS)),
-                statistic=dict(type="str", default="p99", choices=list(gauntlet.LATENCY_STATISTICS)),
-                max_ms=dict(type="float", required=True),
-            )),
-            incumbent=dict(type="str"),
-            min_gain_pct=dict(type="float", default=0.0),
-            name=dict(type="str", default="gauntlet"),
-            output_dir=dict(type="path", required=True),
-            plot=dict(type="bool", default=True),
-        ),
-        required_if=[("rank_by", "output_tokens_per_s_within_latency_budget", ["latency_budget"])],
-        supports_check_mode=True,
-    )
-    params = module.params
-    if "/" in params["name"] or not params["name"].strip():
-        module.fail_json(msg="name: '%s' must be a plain file name" % params["name"])
-    if params["plot"] and plt is None:
-        module.fail_json(msg=missing_required_lib("matplotlib", reason="for the PNG plot (or set plot: false)"))
-    candidates = []
-    for candidate in params["candidates"]:
-        result = candidate.get("result")
-        # A registered task result carries the sweep under ansible_facts; keep only the sweep.
-        if isinstance(result, dict) and "levels" not in result and "vllm_bench" in (result.get("ansible_facts") or {}):
-            candidate = dict(candidate, result=result["ansible_facts"]["vllm_bench"])
-        candidates.append(candidate)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
+                           required_if=[("rank_by", "output_tokens_per_s_within_latency_budget", ["latency_budget"])])
     try:
-        budget = gauntlet.check_budget(params["latency_budget"]) if params["latency_budget"] else None
-        ranking = gauntlet.rank(candidates, params["rank_by"], budget, incumbent=params["incumbent"],
-                                min_gain_pct=params["min_gain_pct"])
-        text = gauntlet.markdown(params["name"], ranking, params["rank_by"], budget)
+        report = gauntlet.build_report(module.params)
     except gauntlet.GauntletError as exc:
         module.fail_json(msg=str(exc))
-
-    best = gauntlet.winner(ranking)
-    base = os.path.join(params["output_dir"], params["name"])
-    files = {"json": base + ".json", "markdown": base + ".md", "png": base + ".png" if params["plot"] else None}
-    document = json.dumps({"generator": MARKER, "name": params["name"], "rank_by": params["rank_by"],
-                           "latency_budget": budget, "winner": best["name"] if best else None, "ranking": ranking},
-                          indent=2, sort_keys=True) + "\n"
-    try:
-        changed = write_files(module, files, document, report_files.markdown_marker("vllm_gauntlet_report") + text,
-                              params["plot"])
-    except report_files.ReportFileError as exc:
-        module.fail_json(msg=str(exc), files=files)
-    if not module.check_mode and params["plot"] and (changed or not os.path.exists(files["png"])):
-        render_png(files["png"], params["name"], ranking, params["rank_by"], budget)
-        os.chmod(files["png"], report_files.REPORT_MODE)
-        changed = True
-    # The sweeps and estimates stay in the JSON file; the returned ranking carries only the figures, to keep
-    # task output short.
-    summary = [dict((key, value) for key, value in row.items() if key not in ("result", "estimate")) for row in ranking]
-    module.exit_json(changed=changed, ranking=summary, winner=summary[0] if best else None, markdown=text,
-                     files=files)
+    else:
+        try:
+            # Files whose bytes would not change are left alone; the PNG is redrawn when they change or it is missing.
+            written = report_files.write_report(module, gauntlet.MODULE_NAME, report["files"], report["json_doc"],
+                                                report["markdown"], png_renderer=report["png"],
+                                                check_mode=module.check_mode)
+        except report_files.ReportFileError as exc:
+            module.fail_json(msg=str(exc), files=report["files"])
+        else:
+            summary = gauntlet.summary(report["ranking"])
+            module.exit_json(changed=written["changed"], ranking=summary, winner=summary[0] if report["winner"] else None,
+                             markdown=report["markdown"], files=report["files"])
 
 
 if __name__ == "__main__":

@@ -138,3 +138,23 @@ def test_hostile_baselines_give_a_message(run_module, tmp_path):
         result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "n", "output_dir": str(tmp_path / "o"),
                                                              "baseline": str(bad)})
         assert failed and result["msg"].startswith("baseline: %s: " % bad), result
+
+
+def test_check_mode_writes_nothing_over_an_earlier_run_and_still_predicts_the_history_line(run_module, tmp_path):
+    args = {"result": sweep(), "name": "n", "output_dir": str(tmp_path), "plot": False}
+    first, failed = run_module(vllm_bench_report.main, args)
+    assert not failed
+    before = {path: open(path, "rb").read() for path in first["files"].values() if path}
+    predicted, failed = run_module(vllm_bench_report.main, dict(args, _ansible_check_mode=True))
+    assert not failed and predicted["changed"] is True and predicted["files"] == first["files"]
+    assert {path: open(path, "rb").read() for path in before} == before
+    assert sorted(os.listdir(str(tmp_path))) == ["history.jsonl", "n.json", "n.md"]
+
+
+def test_a_history_file_in_a_missing_directory_fails_in_both_modes_naming_it(run_module, tmp_path):
+    history = tmp_path / "gone" / "history.jsonl"
+    for check_mode in (True, False):
+        result, failed = run_module(vllm_bench_report.main, {"result": sweep(), "name": "n", "output_dir": str(tmp_path / "o"),
+                                                             "history_file": str(history), "_ansible_check_mode": check_mode})
+        assert failed and result["msg"] == "history_file: %s: its directory %s does not exist" % (history, tmp_path / "gone")
+    assert os.listdir(str(tmp_path)) == []

@@ -153,3 +153,35 @@ def test_the_plot_draws_the_prediction_dashed_in_the_candidates_colour():
     vllm_gauntlet_report.draw_predicted(throughput, latency, candidates()[1], "ttft_ms", "C1")
     vllm_gauntlet_report.draw_predicted(throughput, FakeAxis(), with_estimates()[0], "itl_ms", "C1")
     assert len(throughput.calls) == 2 and len(latency.calls) == 1
+
+
+def test_check_mode_predicts_a_missing_png_and_writes_nothing(run_module, tmp_path):
+    args = {"candidates": candidates(), "output_dir": str(tmp_path / "out")}
+    first, failed = run_module(vllm_gauntlet_report.main, args)
+    assert not failed and first["changed"] is True
+    os.remove(first["files"]["png"])
+    stamps = {key: os.stat(path).st_mtime_ns for key, path in first["files"].items() if key != "png"}
+    predicted, failed = run_module(vllm_gauntlet_report.main, dict(args, _ansible_check_mode=True))
+    assert not failed and predicted["changed"] is True
+    assert not os.path.exists(first["files"]["png"])
+    real, failed = run_module(vllm_gauntlet_report.main, args)
+    assert not failed and real["changed"] is True
+    with open(real["files"]["png"], "rb") as handle:
+        assert handle.read(8) == PNG_MAGIC
+    assert os.stat(real["files"]["png"]).st_mode & 0o777 == 0o640
+    # The JSON and Markdown held the same bytes: left alone.
+    assert {key: os.stat(path).st_mtime_ns for key, path in real["files"].items() if key != "png"} == stamps
+    again, failed = run_module(vllm_gauntlet_report.main, dict(args, _ansible_check_mode=True))
+    assert not failed and again["changed"] is False
+    assert sorted(os.listdir(str(tmp_path / "out"))) == ["gauntlet.json", "gauntlet.md", "gauntlet.png"]
+
+
+def test_an_output_dir_that_is_a_file_fails_in_both_modes_naming_it(run_module, tmp_path):
+    out = tmp_path / "out"
+    out.write_text("a file\n")
+    for check_mode in (True, False):
+        result, failed = run_module(vllm_gauntlet_report.main, {"candidates": candidates(), "output_dir": str(out),
+                                                                "_ansible_check_mode": check_mode})
+        assert failed and result["msg"] == "output_dir: %s exists and is not a directory" % out
+        assert result["files"]["json"] == str(out / "gauntlet.json")
+    assert out.read_text() == "a file\n"
