@@ -1152,3 +1152,59 @@ class _ReadSpy(object):
 
     def __getattr__(self, name):
         return getattr(self._handle, name)
+
+
+# --------------------------------------------------------------------------
+# Order of the checks (verify_checkpoint's steps): with two problems at once, the earlier step names its own
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("problems, says", [
+    (("path", "checksum"), "no such directory"),
+    (("checksum", "expected_files"), "checksum: must be one of auto, true, false, got 'maybe'"),
+    (("expected_files", "workers"), "expected_files: must be a dict"),
+    (("workers", "index_file"), "workers: must be a positive integer, got 0"),
+    (("index_file", "cache_path"), "other.index.json: index file not found"),
+    (("no_weights", "cache_path"), "neither model.safetensors.index.json nor model.safetensors found"),
+])
+def test_the_first_failing_check_is_the_one_reported(ckpt, tmp_path, problems, says):
+    foreign = tmp_path / "foreign.json"
+    foreign.write_bytes(b'{"mine": true}')
+    bad = {
+        "path": {"path": str(tmp_path / "nowhere")},
+        "checksum": {"checksum": "maybe"},
+        "expected_files": {"expected_files": ["model-00001-of-00004.safetensors"]},
+        "workers": {"workers": 0},
+        "index_file": {"index_file": "other.index.json"},
+        "no_weights": {"path": str(tmp_path)},
+        "cache_path": {"cache_path": str(foreign)},
+    }
+    kwargs = {"path": ckpt.path}
+    for problem in problems:
+        kwargs.update(bad[problem])
+    path = kwargs.pop("path")
+    with pytest.raises(CheckpointError) as exc:
+        verify(path, **kwargs)
+    assert says in str(exc.value)
+    # The second problem alone is an error too (so the first one really hid it).
+    alone = {"path": ckpt.path}
+    alone.update(bad[problems[1]])
+    with pytest.raises(CheckpointError):
+        verify(alone.pop("path"), **alone)
+
+
+def test_errors_are_listed_by_kind_in_a_fixed_order(ckpt):
+    stale = os.path.join(ckpt.path, "model-00009-of-00009.safetensors")
+    shutil.copy2(ckpt.shard(1), stale)
+    os.unlink(ckpt.shard(3))
+    truncate(ckpt.shard(2), 100)
+    flip_bytes(ckpt.shard(4), middle_of_tensor(ckpt.shard(4)))
+    result = verify(ckpt.path, expected_files=ckpt.expected_files, cache=False)
+    size = ckpt.expected_files[ckpt.shards[1]]["size"]
+    digest = ckpt.expected_files[ckpt.shards[3]]["sha256"]
+    assert [error.split(": ")[:2] for error in result["errors"]] == [
+        [ckpt.shards[2], "missing"],
+        [ckpt.shards[1], "truncated"],
+        [ckpt.shards[1], "size %d bytes, expected %d" % (size - 100, size)],
+        [ckpt.shards[3], "sha256 %s does not match the expected %s" % (result["sha256"][ckpt.shards[3]], digest)],
+        ["model-00009-of-00009.safetensors", "unexpected shard on disk, not named by the index (stale download?)"],
+    ]

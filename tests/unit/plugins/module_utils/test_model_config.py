@@ -847,3 +847,53 @@ def test_read_text_keeps_its_signature_and_caps_what_it_reads(tmp_path):
     assert read_text(str(path), Custom) == "a" * 100
     with pytest.raises(Custom, match="RECORD: larger than 99 bytes"):
         read_text(str(path), Custom, limit=99)
+
+
+# ---------------------------------------------------------------------------
+# Order of the checks (normalize_model_config's steps): with two problems at once, the earlier step names its own
+# ---------------------------------------------------------------------------
+
+def _break(config, change):
+    """Apply ``{field: value}`` to ``config`` (a value of None deletes the field)."""
+    for field, value in change.items():
+        if value is None:
+            config.pop(field, None)
+        else:
+            config[field] = value
+
+
+@pytest.mark.parametrize("name, first, second, says", [
+    ("moonshotai--Kimi-K2.5", {"text_config": "oops"}, {"model_type": 3}, "field 'text_config' must be an object"),
+    ("meta-llama--Meta-Llama-3.1-70B", {"architectures": []}, {"hidden_size": "8192"}, "'architectures' must be a non-empty list"),
+    ("meta-llama--Meta-Llama-3.1-70B", {"architectures": []}, {"model_type": 3}, "'architectures' must be a non-empty list"),
+    ("meta-llama--Meta-Llama-3.1-70B", {"model_type": 3}, {"vocab_size": 0}, "field 'model_type' must be a string"),
+    ("meta-llama--Meta-Llama-3.1-70B", {"vocab_size": 0}, {"num_key_value_heads": "8"}, "field 'vocab_size' must be a positive integer"),
+    ("mistralai--Mixtral-8x7B-v0.1", {"num_attention_heads": 60}, {"num_local_experts": "8"}, "cannot derive head_dim"),
+    ("meta-llama--Meta-Llama-3.1-70B", {"intermediate_size": None}, {"n_shared_experts": -1}, "missing required field 'intermediate_size'"),
+    ("deepseek-ai--DeepSeek-V3", {"n_shared_experts": -1}, {"first_k_dense_replace": -1}, "'n_shared_experts' must be a non-negative"),
+    ("deepseek-ai--DeepSeek-V3", {"first_k_dense_replace": -1}, {"moe_intermediate_size": 0}, "'first_k_dense_replace' must be a non-negative"),
+    ("deepseek-ai--DeepSeek-V3", {"moe_intermediate_size": 0}, {"num_experts_per_tok": 999}, "'moe_intermediate_size' must be a positive"),
+    ("deepseek-ai--DeepSeek-V3", {"num_experts_per_tok": 999}, {"intermediate_size": None}, "'num_experts_per_tok' (999) exceeds"),
+    ("deepseek-ai--DeepSeek-V3", {"intermediate_size": None}, {"shared_expert_intermediate_size": -1},
+     "missing required field 'intermediate_size'"),
+    ("Qwen--Qwen3-30B-A3B", {"shared_expert_intermediate_size": -1}, {"tie_word_embeddings": "no"},
+     "'shared_expert_intermediate_size' must be a non-negative"),
+    ("deepseek-ai--DeepSeek-V3", {"qk_rope_head_dim": None}, {"tie_word_embeddings": "no"}, "missing required field 'qk_rope_head_dim'"),
+    ("MiniMaxAI--MiniMax-M2.5", {"tie_word_embeddings": "no"}, {"quantization_config": {"weight_block_size": ["128", 128]}},
+     "field 'tie_word_embeddings' must be a boolean"),
+    ("MiniMaxAI--MiniMax-M2.5", {"quantization_config": {"quant_method": "fp8", "weight_block_size": ["128", 128]}},
+     {"max_position_embeddings": "big"}, "'quantization_config.weight_block_size' must be a list"),
+])
+def test_the_first_failing_check_is_the_one_reported(name, first, second, says):
+    both = raw(name)
+    _break(both, first)
+    _break(both, second)
+    with pytest.raises(ModelConfigError) as err:
+        normalize_model_config(both)
+    assert says in str(err.value)
+    # The second problem alone is an error too (so the first one really hid it).
+    alone = raw(name)
+    _break(alone, second)
+    with pytest.raises(ModelConfigError) as err:
+        normalize_model_config(alone)
+    assert says not in str(err.value)

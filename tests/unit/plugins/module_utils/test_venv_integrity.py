@@ -485,6 +485,24 @@ def test_bad_workers(venv):
         check_venv(venv, workers=0)
 
 
+@pytest.mark.parametrize("first, second, says", [
+    ("distributions", "workers", "distributions[0]: 'bad name!' is not a distribution name"),
+    ("workers", "ignore", "workers: must be a positive integer, got 0"),
+    ("ignore", "venv", "ignore[0]: must be a non-empty glob pattern"),
+])
+def test_the_first_failing_option_is_the_one_reported(venv, tmp_path, first, second, says):
+    bad = {"distributions": ["bad name!"], "workers": 0, "ignore": [""], "venv": str(tmp_path / "no-such-venv")}
+    kwargs = {"venv": venv}
+    kwargs.update({first: bad[first], second: bad[second]})
+    with pytest.raises(VenvIntegrityError) as exc:
+        check_venv(**kwargs)
+    assert str(exc.value).startswith(says)
+    alone = {"venv": venv, second: bad[second]}
+    with pytest.raises(VenvIntegrityError) as exc:
+        check_venv(**alone)
+    assert not str(exc.value).startswith(says)
+
+
 def _rewrite_line(record, number, text):
     with open(record) as handle:
         lines = handle.read().splitlines()
