@@ -85,10 +85,10 @@ def test_fetch_verifies_and_a_rerun_fetches_nothing(tmp_path):
     for name, data in files.items():
         assert (dest / name).read_bytes() == data
     record = json.loads((dest / ".gauntlet-fetch-gauntlet--tiny-llama.json").read_text())
-    assert record["commit"] == commit
-    assert record["request"]["revision"] == "main"
+    assert record["format"] == 1 and record["content"]["commit"] == commit
+    assert record["key"]["revision"] == "main"
     shard = "model-00001-of-00003.safetensors"
-    assert record["result"]["files"][shard]["sha256"] == hashlib.sha256(files[shard]).hexdigest()
+    assert record["content"]["result"]["files"][shard]["sha256"] == hashlib.sha256(files[shard]).hexdigest()
 
 
 def safetensors_checkpoint(shards, tensor_bytes):
@@ -183,7 +183,7 @@ def test_a_foreign_file_at_the_record_path_is_refused_and_kept(tmp_path):
         result = run_role(tmp_path, hub, "gauntlet/tiny-llama", dest)
         assert result.returncode != 0
         assert downloads(hub) == []
-    assert "%s on localhost exists but was not written by gauntlet.vllm.model_fetch" % foreign in result.stdout
+    assert "%s exists but was not written by gauntlet.vllm.model_fetch" % foreign in result.stdout
     assert foreign.read_text() == '{"request": {}, "mine": true}\n'
     assert sorted(os.listdir(str(dest))) == [foreign.name]
 
@@ -197,3 +197,22 @@ def test_the_record_is_marked_and_not_world_readable(tmp_path):
     record = dest / ".gauntlet-fetch-gauntlet--tiny-llama.json"
     assert json.loads(record.read_text())["generator"] == "gauntlet.vllm.model_fetch"
     assert os.stat(str(record)).st_mode & 0o777 == 0o640
+
+
+def test_a_record_in_the_older_format_is_fetched_again_and_replaced(tmp_path):
+    files = repo_files("tiny-llama")
+    dest = tmp_path / "models" / "tiny-llama"
+    with FakeHub({"gauntlet/tiny-llama": files}) as hub:
+        first = run_role(tmp_path, hub, "gauntlet/tiny-llama", dest)
+        assert first.returncode == 0, first.stdout[-4000:]
+        # The record as this role wrote it before gauntlet.vllm.vllm_record: no format key.
+        path = dest / ".gauntlet-fetch-gauntlet--tiny-llama.json"
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps({"generator": "gauntlet.vllm.model_fetch", "request": record["key"],
+                                    "commit": record["content"]["commit"], "result": record["content"]["result"]}))
+        again = run_role(tmp_path, hub, "gauntlet/tiny-llama", dest)
+        assert again.returncode == 0, again.stdout[-4000:]
+    assert recap(again)["changed"] != "0"
+    assert json.loads(path.read_text())["content"] == record["content"]
+    for name, data in files.items():
+        assert (dest / name).read_bytes() == data

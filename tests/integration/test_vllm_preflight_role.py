@@ -121,7 +121,7 @@ def test_probe_measures_once_records_it_on_the_host_and_later_runs_read_the_reco
     assert counts == ["1", "2", "4", "8"]
     assert sorted(measured["by_gpu_count"]) == ["1", "2", "4", "8"] and measured["backend"] == "nccl"
     record = json.loads((tmp_path / "state" / "allreduce.json").read_text())
-    assert record["generator"] == "gauntlet.vllm.vllm_preflight" and record["allreduce_probe"] == measured
+    assert record["generator"] == "gauntlet.vllm.vllm_preflight" and record["content"]["allreduce_probe"] == measured
     again, counts, dummy = run_probe(tmp_path)
     assert again == measured and counts == ["1", "2", "4", "8"]  # nothing launched the second time
     # Another vLLM release (another torch and NCCL) measures again.
@@ -151,3 +151,16 @@ def test_a_failed_probe_does_not_stop_the_play(tmp_path):
     assert measured == {}
     assert "All-reduce measurement on localhost failed (the all-reduce probe on 1 GPUs failed (rc 3): NCCL error" in output
     assert not (tmp_path / "state").exists()
+
+
+def test_a_record_in_the_older_format_is_measured_again_and_replaced(tmp_path):
+    # What this role wrote before gauntlet.vllm.vllm_record: no format key, the measurement at the top level.
+    (tmp_path / "state").mkdir()
+    old = {"generator": "gauntlet.vllm.vllm_preflight", "key": {"gpus": 8, "vllm_version": "0.28.0"},
+           "recorded_at": "2026-12-01T00:00:00", "allreduce_probe": {"backend": "nccl", "by_gpu_count": {}}}
+    (tmp_path / "state" / "allreduce.json").write_text(json.dumps(old))
+    measured, counts, dummy = run_probe(tmp_path)
+    assert counts == ["1", "2", "4", "8"] and sorted(measured["by_gpu_count"]) == ["1", "2", "4", "8"]
+    record = json.loads((tmp_path / "state" / "allreduce.json").read_text())
+    assert record["format"] == 1 and record["key"] == old["key"] and record["content"] == {"allreduce_probe": measured}
+    assert os.stat(str(tmp_path / "state" / "allreduce.json")).st_mode & 0o777 == 0o640
