@@ -94,21 +94,34 @@ def test_deploy_refuses_the_plan_that_crashed_by_hand(hub, tmp_path):
 
 
 def test_a_misspelt_catalogue_entry_is_named_field_by_field(hub, tmp_path):
-    entry = {"repo_id": "moonshotai/Kimi-K2.5", "max_model_length": 65536, "plan": "tp8"}
+    # The entry's spec names the unknown field and the fields it knows ...
+    entry = {"repo_id": "moonshotai/Kimi-K2.5", "max_model_length": 65536}
     result = play(hub, tmp_path, "deploy_kimi_int4.yml", "-e", json.dumps({"vllm_deploy_models": {"kimi-k25-int4": entry}}))
     assert result.returncode != 0
-    assert ("vllm_deploy_models.kimi-k25-int4: unknown field(s) max_model_length (known: allow_patterns, " in result.stdout)
-    assert "plan must be 'auto' or a dict like {tp: 8, ep: true}, got \\\"tp8\\\"." in result.stdout
+    assert "vllm_deploy_models.kimi-k25-int4.max_model_length. Supported parameters include: allow_patterns, " in result.stdout
+    assert "unreachable=0" in result.stdout
+    # ... and a plan that is neither auto nor a dict is named with what it got.
+    entry = {"repo_id": "moonshotai/Kimi-K2.5", "plan": "tp8"}
+    result = play(hub, tmp_path, "deploy_kimi_int4.yml", "-e", json.dumps({"vllm_deploy_models": {"kimi-k25-int4": entry}}))
+    assert result.returncode != 0
+    assert "vllm_deploy_models.kimi-k25-int4.plan (or vllm_deploy_plan) must be 'auto' or a dict like {tp: 8, ep: true}, got \\\"tp8\\\"." in result.stdout
     assert "unreachable=0" in result.stdout
 
 
 def test_bad_gauntlet_candidates_are_named_by_index(hub, tmp_path):
-    candidates = [{"name": "kimi", "model": "kimi-k25-int4"}, {"name": "kimi", "model": "kimi-k2"},
-                  {"name": "minimax tp4", "model": "minimax-m25", "tp": 4}]
+    # A field no candidate has is refused by the role's argument spec ...
+    candidates = [{"name": "minimax-tp4", "model": "minimax-m25", "tp": 4}]
     result = play(hub, tmp_path, "gauntlet.yml", "-e", json.dumps({"vllm_gauntlet_candidates": candidates}))
     assert result.returncode != 0
-    assert "[0] (kimi): the name is used twice." in result.stdout
-    assert ("[1] (kimi): the name is used twice; model 'kimi-k2' is not a key of vllm_deploy_models "
-            "(known: kimi-k25-int4, kimi-k25-nvfp4, minimax-m25)." in result.stdout)
-    assert ("[2] (minimax tp4): name must be letters, digits, . _ -; unknown field(s) tp "
-            "(known: name, model, plan, nccl_environment)." in result.stdout)
+    assert "vllm_gauntlet_candidates.tp. Supported parameters include: model, name, nccl_environment, plan" in result.stdout
+    # ... a name used twice by the gauntlet's check, with the names ...
+    candidates = [{"name": "kimi", "model": "kimi-k25-int4"}, {"name": "kimi", "model": "kimi-k25-nvfp4"}]
+    result = play(hub, tmp_path, "gauntlet.yml", "-e", json.dumps({"vllm_gauntlet_candidates": candidates}))
+    assert result.returncode != 0
+    assert "each name once (names: kimi, kimi)" in result.stdout
+    # ... and a bad name or an unknown model by the candidate's index and name.
+    candidates = [{"name": "kimi", "model": "kimi-k25-int4"}, {"name": "minimax tp4", "model": "kimi-k2"}]
+    result = play(hub, tmp_path, "gauntlet.yml", "-e", json.dumps({"vllm_gauntlet_candidates": candidates}))
+    assert result.returncode != 0
+    assert ("vllm_gauntlet_candidates[1] (minimax tp4): the name must be letters, digits, . _ - and the model a key of "
+            "vllm_deploy_models (got 'kimi-k2'; known: kimi-k25-int4, kimi-k25-nvfp4, minimax-m25).") in result.stdout

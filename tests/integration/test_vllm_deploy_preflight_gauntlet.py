@@ -40,7 +40,7 @@ def plan_gauntlet(tmp_path, candidates, objective="throughput"):
         "vllm_deploy_models": {"minimax": {"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX,
                                            "max_model_len": 32768, "objective": objective}},
         "vllm_gauntlet_candidates": candidates, "vllm_gauntlet_report_dir": str(tmp_path / "reports"),
-        "vllm_install_version": "0.28.0", "vllm_deploy_gpus": 8, "vllm_deploy_gpu_memory_gib": 95.6,
+        "vllm_deploy_vllm_version": "0.28.0", "vllm_deploy_gpus": 8, "vllm_deploy_gpu_memory_gib": 95.6,
         "vllm_deploy_allreduce_probe": False}
     result = run_playbook([playbook, "--check", "-e", json.dumps(extra_vars)], json_results=True)
     assert result.returncode == 0, result.stdout[-4000:]
@@ -75,7 +75,7 @@ def test_the_entrys_objective_decides_the_order(tmp_path):
     assert values == sorted(values, reverse=True)
 
 
-# After each candidate the gauntlet learns from its record (tasks/learn.yml, included by run_candidate.yml).
+# After each candidate the gauntlet learns from its record's content (tasks/learn.yml, included by run_candidate.yml).
 LEARN_PLAYBOOK = """
 - hosts: localhost
   connection: local
@@ -83,20 +83,20 @@ LEARN_PLAYBOOK = """
   tasks:
     - name: Start from what the inventory gave
       ansible.builtin.set_fact:
-        vllm_gauntlet__calibration: {}
-        vllm_gauntlet__calibration_from: ""
+        __vllm_gauntlet_calibration: {}
+        __vllm_gauntlet_calibration_from: ""
     - name: Learn
       ansible.builtin.include_role:
         name: gauntlet.vllm.vllm_gauntlet
         tasks_from: learn
       vars:
         vllm_gauntlet_name: arena
-        vllm_gauntlet__candidate: {name: tp4, model: minimax}
-        vllm_gauntlet__verdict: {estimate: "{{ test_estimate }}"}
-        vllm_gauntlet__record_file: "{{ test_record_file }}"
+        __vllm_gauntlet_candidate: {name: tp4, model: minimax}
+        __vllm_gauntlet_verdict: {estimate: "{{ test_estimate }}"}
+        __vllm_gauntlet_record: "{{ test_record }}"
     - name: Show
       ansible.builtin.debug:
-        msg: "LEARNT={{ {'calibration': vllm_gauntlet__calibration, 'from': vllm_gauntlet__calibration_from} | to_json }}"
+        msg: "LEARNT={{ {'calibration': __vllm_gauntlet_calibration, 'from': __vllm_gauntlet_calibration_from} | to_json }}"
 """
 
 
@@ -120,9 +120,8 @@ def swept(estimate, slower=1.3):
 def learn(tmp_path, estimate, record):
     playbook = tmp_path / "learn.yml"
     playbook.write_text(LEARN_PLAYBOOK)
-    (tmp_path / "record.json").write_text(json.dumps(record))
     extra = tmp_path / "extra.json"
-    extra.write_text(json.dumps({"test_estimate": estimate, "test_record_file": str(tmp_path / "record.json")}))
+    extra.write_text(json.dumps({"test_estimate": estimate, "test_record": record}))
     result = run_playbook([playbook, "-e", "@" + str(extra)], json_results=True)
     assert result.returncode == 0, result.stdout[-4000:]
     return printed_json(result.stdout, "LEARNT"), result.stdout

@@ -34,7 +34,7 @@ PLAYBOOK = """
   post_tasks:
     - name: Reached only when the plan passed
       ansible.builtin.copy:
-        content: "{{{{ vllm_preflight_vllm_args | to_json }}}}"
+        content: "{{{{ vllm_preflight_verdict.plan.vllm_args | to_json }}}}"
         dest: {marker}
         mode: "0644"
 """
@@ -99,7 +99,7 @@ PROBE_PLAYBOOK = """
 """
 
 
-def run_probe(tmp_path, gpus=8, enabled=True, check=False, version="0.28.0", broken=False):
+def run_probe(tmp_path, gpus=8, enabled=True, check=False, version="0.28.0", broken=False, cpu=False):
     launches = tmp_path / "launches.log"
     python = tmp_path / "python"
     python.write_text("#!/bin/sh\necho 'NCCL error: unhandled system error' >&2\nexit 3\n" if broken
@@ -108,7 +108,8 @@ def run_probe(tmp_path, gpus=8, enabled=True, check=False, version="0.28.0", bro
     playbook = tmp_path / "probe.yml"
     text = PROBE_PLAYBOOK.replace("@GPUS@", str(gpus)).replace("@ENABLED@", "true" if enabled else "false")
     playbook.write_text(text.replace("@PYTHON@", str(python)).replace("@CACHE@", str(tmp_path / "state" / "allreduce.json")))
-    result = run_playbook([playbook, "-e", "vllm_install_version=" + version] + (["--check"] if check else []),
+    result = run_playbook([playbook, "-e", "vllm_preflight_vllm_version=" + version, "-e", "vllm_preflight_cpu=%s" % cpu]
+                          + (["--check"] if check else []),
                           json_results=True)
     assert result.returncode == 0, result.stdout[-3000:]
     measured = printed_json(result.stdout, "ALLREDUCE")
@@ -130,7 +131,7 @@ def test_probe_measures_once_records_it_on_the_host_and_later_runs_read_the_reco
 
 
 @pytest.mark.parametrize("case", [
-    {"gpus": 1}, {"gpus": 0}, {"enabled": False}, {"check": True}, {"version": "0.32.0+cpu"}])
+    {"gpus": 1}, {"gpus": 0}, {"enabled": False}, {"check": True}, {"cpu": True}])
 def test_probe_is_not_launched(tmp_path, case):
     measured, counts, dummy = run_probe(tmp_path, **case)
     assert measured == {} and counts == []
