@@ -68,7 +68,7 @@ CASE_TASKS = """
           no_log: true
         - name: Keep the outcome
           ansible.builtin.copy:
-            content: "{{{{ {{'ok': true, 'args': vllm_service__args, 'host': vllm_service__host | default(none)}} | to_json }}}}"
+            content: "{{{{ {{'ok': true, 'args': __vllm_service_args, 'host': __vllm_service_host | default(none)}} | to_json }}}}"
             dest: {out}/{name}.json
             mode: "0644"
       rescue:
