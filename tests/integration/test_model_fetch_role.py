@@ -172,6 +172,19 @@ def test_air_gapped_copy_from_the_controller_is_verified_and_idempotent(tmp_path
     assert shard.exists()
 
 
+def test_a_lost_record_over_a_complete_copy_is_written_again(tmp_path):
+    # The copy then changes no file; the role must still know what it holds (it used to read the lost record).
+    source = os.path.join(rig_models(), "tiny-llama")
+    dest = tmp_path / "copied"
+    first = run_role(tmp_path, None, "gauntlet/tiny-llama", dest, source_dir=source)
+    assert first.returncode == 0, first.stdout[-4000:]
+    record = dest / ".gauntlet-fetch-gauntlet--tiny-llama.json"
+    record.unlink()
+    again = run_role(tmp_path, None, "gauntlet/tiny-llama", dest, source_dir=source)
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert json.loads(record.read_text())["content"]["result"]["path"] == str(dest)
+
+
 def test_a_foreign_file_at_the_record_path_is_refused_and_kept(tmp_path):
     files = repo_files("tiny-llama")
     dest = tmp_path / "models" / "tiny-llama"
