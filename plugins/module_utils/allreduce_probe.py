@@ -21,7 +21,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import math
+import os
+import tempfile
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import gpu_spec, table_allreduce_us
 
@@ -176,3 +179,89 @@ def main():
 if __name__ == "__main__":
     main()
 '''
+
+
+class ProbeRunError(ProbeError):
+    """A worker run that failed; ``stderr`` is the tail of its error output, returned with the module's result."""
+
+    def __init__(self, msg, stderr):
+        super(ProbeRunError, self).__init__(msg)
+        self.stderr = stderr
+
+
+def probe_counts(params, facts):
+    """The GPU (or process) counts to probe: ``gpu_counts``, else 1, 2, 4 and 8 up to the GPUs NVML reports in
+    ``facts``; checked against NVML's count (nccl), iterations and warmup (ProbeError names the input)."""
+    counts = params["gpu_counts"]
+    if not counts:
+        if params["backend"] == "gloo":
+            raise ProbeError("gpu_counts: required with backend gloo (the number of CPU processes)")
+        counts = [count for count in (1, 2, 4, 8) if count <= facts.get("count", 0)]
+        if not counts:
+            raise ProbeError("gpu_counts: NVML reports no GPUs on this host; name the counts or use backend gloo")
+    if params["backend"] == "nccl" and facts.get("count") and max(counts) > facts["count"]:
+        raise ProbeError("gpu_counts: %d GPUs asked for, NVML reports %d" % (max(counts), facts["count"]))
+    if min(counts) < 1 or params["iterations"] < 1 or params["warmup"] < 0:
+        raise ProbeError("gpu_counts must be 1 or more (got %s), iterations 1 or more and warmup 0 or more"
+                         % counts)
+    return counts
+
+
+def worker_command(params, worker, count, sizes, port):
+    """The command line that runs ``WORKER`` (written to ``worker``) on ``count`` ranks."""
+    return [params["python"], worker, "--world", str(count), "--backend", params["backend"],
+            "--sizes", ",".join(str(size) for size in sizes), "--iterations", str(params["iterations"]),
+            "--warmup", str(params["warmup"]), "--port", str(port)]
+
+
+def read_reply(params, count, rc, out, err):
+    """The worker's last JSON line; ProbeRunError when it failed, printed none or its sum was wrong."""
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    if rc != 0 or not lines:
+        raise ProbeRunError("the all-reduce probe on %d %s failed (rc %s): %s"
+                            % (count, "GPUs" if params["backend"] == "nccl" else "processes", rc,
+                               (err.strip().splitlines() or ["no output"])[-1]), err[-4000:])
+    reply = json.loads(lines[-1])
+    if not reply.get("sum_ok"):
+        raise ProbeError("the all-reduce on %d ranks returned a wrong sum" % count)
+    return reply
+
+
+def run_workers(params, counts, sizes, run_command, free_port):
+    """Run ``WORKER`` once per distinct count, smallest first, from a temporary file removed afterwards.
+    ``run_command(command, environ_update=..., check_rc=False)`` returns ``(rc, out, err)`` as
+    AnsibleModule.run_command does; ``free_port()`` a TCP port for the ranks' rendezvous.
+    Returns ``(by_count, versions)``: the summary per count and the worker's torch and NCCL versions."""
+    environment = dict(os.environ, **FORCED_ENVIRONMENT)
+    handle, worker = tempfile.mkstemp(prefix="gauntlet-allreduce-", suffix=".py")
+    with os.fdopen(handle, "w") as stream:
+        stream.write(WORKER)
+    by_count = {}
+    versions = {}
+    try:
+        for count in sorted(set(counts)):
+            command = worker_command(params, worker, count, sizes, free_port())
+            if params["backend"] == "nccl":
+                environment["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in range(count))
+            rc, out, err = run_command(command, environ_update=environment, check_rc=False)
+            reply = read_reply(params, count, rc, out, err)
+            by_count[str(count)] = summarize(count, [tuple(item) for item in reply["timings"]])
+            versions = {"torch": reply.get("torch"), "nccl": reply.get("nccl")}
+    finally:
+        os.unlink(worker)
+    return by_count, versions
+
+
+def run(params, facts, run_command, free_port):
+    """The module's work: the counts to probe, the message sizes, one worker run per count, then the
+    ``allreduce_probe`` fact and its comparison with the planner's table. ``facts`` is gpu_facts' result
+    (``{"count": 0, "devices": []}`` without NVML). Returns ``(result, comparison)``; ProbeError (ProbeRunError
+    with the worker's stderr) says why it could not."""
+    counts = probe_counts(params, facts)
+    sizes = message_sizes(params["hidden_size"], params["max_bytes"])
+    by_count, versions = run_workers(params, counts, sizes, run_command, free_port)
+    devices = facts.get("devices") or []
+    gpu_name = params["gpu_name"] or (devices[0].get("name") if devices else None)
+    link = params["link"] or ("nvlink" if (facts.get("topology") or {}).get("nvlink") else None)
+    result = dict(backend=params["backend"], hidden_size=params["hidden_size"], by_gpu_count=by_count, **versions)
+    return result, compare(result, params["hidden_size"], gpu_name, link)

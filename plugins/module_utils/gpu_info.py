@@ -229,8 +229,8 @@ def _processes(api, handle):
     return result
 
 
-def _device_facts(api, index, handle, max_links, include_processes):
-    """Facts for one GPU plus its active NVLinks (internal, for the topology)."""
+def _empty_device(index, include_processes):
+    """Every fact of one GPU set to None (a GPU NVML could not open keeps them so)."""
     device = {
         "index": index,
         "name": None,
@@ -254,9 +254,11 @@ def _device_facts(api, index, handle, max_links, include_processes):
     }
     if include_processes:
         device["processes"] = None
-    if handle is None:
-        return device, []
+    return device
 
+
+def _identity_facts(api, handle, device):
+    """Name, UUID, serial, PCI bus id and NUMA node."""
     device["name"] = to_text(api.get("nvmlDeviceGetName", handle))
     device["uuid"] = to_text(api.get("nvmlDeviceGetUUID", handle))
     device["serial"] = to_text(api.get("nvmlDeviceGetSerial", handle)) or None
@@ -269,6 +271,9 @@ def _device_facts(api, index, handle, max_links, include_processes):
     if nodes:
         device["numa_node"] = nodes[0]
 
+
+def _memory_and_capability_facts(api, handle, device):
+    """Memory totals and the CUDA compute capability."""
     memory = api.get("nvmlDeviceGetMemoryInfo", handle)
     if memory is not None:
         device["memory_total_bytes"] = getattr(memory, "total", None)
@@ -282,6 +287,9 @@ def _device_facts(api, index, handle, max_links, include_processes):
         device["compute_capability_major"] = major
         device["compute_capability_minor"] = minor
 
+
+def _pcie_and_power_facts(api, handle, device):
+    """PCIe link generation and width (current and maximum), power limit and draw in watts."""
     device["pcie_generation"] = api.get("nvmlDeviceGetCurrPcieLinkGeneration", handle)
     device["pcie_generation_max"] = api.get("nvmlDeviceGetMaxPcieLinkGeneration", handle)
     device["pcie_width"] = api.get("nvmlDeviceGetCurrPcieLinkWidth", handle)
@@ -290,6 +298,17 @@ def _device_facts(api, index, handle, max_links, include_processes):
     device["power_limit_watts"] = milliwatts_to_watts(
         api.first(("nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetPowerManagementLimit"), handle))
     device["power_draw_watts"] = milliwatts_to_watts(api.get("nvmlDeviceGetPowerUsage", handle))
+
+
+def _device_facts(api, index, handle, max_links, include_processes):
+    """Facts for one GPU plus its active NVLinks (internal, for the topology)."""
+    device = _empty_device(index, include_processes)
+    if handle is None:
+        return device, []
+
+    _identity_facts(api, handle, device)
+    _memory_and_capability_facts(api, handle, device)
+    _pcie_and_power_facts(api, handle, device)
 
     links, known = _nvlink_links(api, handle, max_links)
     device["nvlink_active_links"] = len(links) if (links or known) else None

@@ -12,6 +12,8 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
     DeviceSpecError,
     check_device_spec,
@@ -552,3 +554,115 @@ def verdict(result, selected=None):
 def _sentence(text):
     text = text.rstrip()
     return text if text.endswith(".") else text + "."
+
+
+# The vllm_plan module's steps: run(params, load_model) is its whole work, from its options to its result.
+
+class PlanFailed(PlanError):
+    """run() stops here: the message for the task and ``output``, the result returned with it (empty when the
+    inputs were refused; the plans, the selected plan and the verdict when the configured plan is not usable)."""
+
+    def __init__(self, msg, output=None):
+        super(PlanFailed, self).__init__(msg)
+        self.output = output or {}
+
+
+def gpus_from_facts(params):
+    """``(gpus, gpu_memory_gib, gpu_name, link)`` from the options, else from ``gpu_facts`` (gauntlet.vllm.gpu_facts'
+    result): the count, the smallest GPU's memory, the first GPU's name and the NVLink topology."""
+    # A given value, even 0, is the user's: the planner checks it and names it.
+    facts = params.get("gpu_facts") or {}
+    devices = facts.get("devices") or []
+    gpus = params["gpus"] if params.get("gpus") is not None else facts.get("count")
+    memory = params.get("gpu_memory_gib")
+    if memory is None and devices:
+        memory = min(d.get("memory_total_bytes") or 0 for d in devices) / float(1024 ** 3)
+    name = params.get("gpu_name") or (devices[0].get("name") if devices else None)
+    link = params.get("link")
+    if not link and facts.get("topology"):
+        link = "nvlink" if facts["topology"].get("nvlink") else "pcie"
+    return gpus, memory, name, link
+
+
+def gpu_inputs(params):
+    """gpus_from_facts, with the GPU count narrowed to ``visible_devices`` when given; PlanFailed when the
+    devices are bad or no GPU count is known."""
+    gpus, memory, name, link = gpus_from_facts(params)
+    if params["visible_devices"]:
+        # The server sees only these GPUs (CUDA_VISIBLE_DEVICES): the plans are made for that many.
+        try:
+            gpus = len(check_visible_devices(params["visible_devices"], gpus)) or gpus
+        except PlanError as exc:
+            raise PlanFailed(str(exc))
+    if params["gpus"] is None and not gpus:
+        raise PlanFailed("gpus is not set and gpu_facts reports no GPUs (count %s)" % (gpus or 0))
+    return gpus, memory, name, link
+
+
+def measured_allreduce(probe):
+    """plan_model's ``measured_allreduce_us`` from an ``allreduce_probe`` fact; None without one."""
+    return (lambda world, size: measured_us(probe, world, size)) if probe else None
+
+
+def plan_from_params(params, gpus, memory, name, link, measured, load_model):
+    """Check every input, read the model with ``load_model`` (hub.load_any_model_config's signature) and plan it:
+    ``(model, model_source, result)``. Bad numbers are refused before anything is read or fetched; PlanFailed
+    carries the message of the PlanError or ModelConfigError that stopped it."""
+    try:
+        check_inputs(gpus, memory, params["vllm_version"], params["gpu_memory_utilization"], params["max_model_len"],
+                     params["kv_cache_dtype"], link, params["plan"])
+        check_perf_inputs(params["objective"], params["workload"], params["ttft_p99_ms"], params["min_user_tokens_per_s"],
+                          params["calibration"], params["device_spec"])
+        model, model_source = load_model(params["model"], params["revision"], params["hf_endpoint"], params["hf_token"])
+        result = plan_model(model, gpus, memory, params["vllm_version"],
+                            gpu_memory_utilization=params["gpu_memory_utilization"],
+                            max_model_len=params["max_model_len"], kv_cache_dtype=params["kv_cache_dtype"],
+                            gpu_name=name, link=link, measured_allreduce_us=measured, objective=params["objective"],
+                            workload=params["workload"], ttft_p99_ms=params["ttft_p99_ms"],
+                            min_user_tokens_per_s=params["min_user_tokens_per_s"], calibration=params["calibration"],
+                            device_spec=params["device_spec"], enforce_eager=params["enforce_eager"])
+    except (ModelConfigError, PlanError) as exc:
+        raise PlanFailed(str(exc))
+    return model, model_source, result
+
+
+def plan_output(model, model_source, result):
+    """The module's result from plan_model's: its warnings (taken out of ``result``) become the task's warnings."""
+    warnings = result.pop("warnings")
+    output = dict(changed=False, model=model, model_source=model_source, **result)
+    if warnings:
+        # Returned as the result's warnings, Ansible shows them as task warnings.
+        output["warnings"] = warnings
+    return output
+
+
+def select_and_judge(output, params, model, result, name, link, measured):
+    """Add ``selected`` (the configured ``plan`` evaluated with the settled inputs), when one is configured, and
+    the ``verdict`` on it (else on the recommendation) to ``output``."""
+    if params["plan"]:
+        selected = evaluate_plan_for(model, params["plan"], result["inputs"], gpu_name=name, link=link,
+                                     measured_allreduce_us=measured)
+        output["selected"] = selected
+    output["verdict"] = verdict(result, output.get("selected"))
+
+
+def failure_message(params, output):
+    """The task's failure message when a configured plan is not usable and ``fail_on_invalid`` is set; else None."""
+    if params["plan"] and params["fail_on_invalid"] and not output["verdict"]["usable"]:
+        return "Plan %s of %s is not usable: %s" % (output["verdict"]["plan_name"], params["model"],
+                                                    output["verdict"]["message"])
+    return None
+
+
+def run(params, load_model):
+    """The vllm_plan module's work on its ``params``: the module's result, or PlanFailed (with the result when
+    the configured plan is not usable)."""
+    gpus, memory, name, link = gpu_inputs(params)
+    measured = measured_allreduce(params["allreduce_probe"])
+    model, model_source, result = plan_from_params(params, gpus, memory, name, link, measured, load_model)
+    output = plan_output(model, model_source, result)
+    select_and_judge(output, params, model, result, name, link, measured)
+    message = failure_message(params, output)
+    if message:
+        raise PlanFailed(message, output)
+    return output

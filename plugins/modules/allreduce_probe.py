@@ -130,14 +130,24 @@ comparison:
   elements: dict
 """
 
-import json
-import os
 import socket
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import allreduce_probe as probe
+
+ARGUMENT_SPEC = dict(
+    python=dict(type="str", default="python3"),
+    backend=dict(type="str", default="nccl", choices=["nccl", "gloo"]),
+    gpu_counts=dict(type="list", elements="int"),
+    hidden_size=dict(type="int", default=7168),
+    max_bytes=dict(type="int", default=probe.DEFAULT_MAX_BYTES),
+    iterations=dict(type="int", default=20),
+    warmup=dict(type="int", default=5),
+    timeout=dict(type="int", default=600),
+    gpu_name=dict(type="str"),
+    link=dict(type="str", choices=["pcie", "nvlink"]),
+)
 
 
 def free_port():
@@ -155,73 +165,16 @@ def nvml_facts():
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            python=dict(type="str", default="python3"),
-            backend=dict(type="str", default="nccl", choices=["nccl", "gloo"]),
-            gpu_counts=dict(type="list", elements="int"),
-            hidden_size=dict(type="int", default=7168),
-            max_bytes=dict(type="int", default=probe.DEFAULT_MAX_BYTES),
-            iterations=dict(type="int", default=20),
-            warmup=dict(type="int", default=5),
-            timeout=dict(type="int", default=600),
-            gpu_name=dict(type="str"),
-            link=dict(type="str", choices=["pcie", "nvlink"]),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     facts = nvml_facts() if params["backend"] == "nccl" else {"count": 0, "devices": []}
-    counts = params["gpu_counts"]
-    if not counts:
-        if params["backend"] == "gloo":
-            module.fail_json(msg="gpu_counts: required with backend gloo (the number of CPU processes)")
-        counts = [count for count in (1, 2, 4, 8) if count <= facts.get("count", 0)]
-        if not counts:
-            module.fail_json(msg="gpu_counts: NVML reports no GPUs on this host; name the counts or use backend gloo")
-    if params["backend"] == "nccl" and facts.get("count") and max(counts) > facts["count"]:
-        module.fail_json(msg="gpu_counts: %d GPUs asked for, NVML reports %d" % (max(counts), facts["count"]))
-    if min(counts) < 1 or params["iterations"] < 1 or params["warmup"] < 0:
-        module.fail_json(msg="gpu_counts must be 1 or more (got %s), iterations 1 or more and warmup 0 or more"
-                         % counts)
     try:
-        sizes = probe.message_sizes(params["hidden_size"], params["max_bytes"])
+        result, comparison = probe.run(params, facts, module.run_command, free_port)
+    except probe.ProbeRunError as exc:
+        module.fail_json(msg=str(exc), stderr=exc.stderr)
     except probe.ProbeError as exc:
         module.fail_json(msg=str(exc))
-
-    environment = dict(os.environ, **probe.FORCED_ENVIRONMENT)
-    handle, worker = tempfile.mkstemp(prefix="gauntlet-allreduce-", suffix=".py")
-    with os.fdopen(handle, "w") as stream:
-        stream.write(probe.WORKER)
-    by_count = {}
-    versions = {}
-    try:
-        for count in sorted(set(counts)):
-            command = [params["python"], worker, "--world", str(count), "--backend", params["backend"],
-                       "--sizes", ",".join(str(size) for size in sizes), "--iterations", str(params["iterations"]),
-                       "--warmup", str(params["warmup"]), "--port", str(free_port())]
-            if params["backend"] == "nccl":
-                environment["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in range(count))
-            rc, out, err = module.run_command(command, environ_update=environment, check_rc=False)
-            lines = [line for line in out.splitlines() if line.startswith("{")]
-            if rc != 0 or not lines:
-                module.fail_json(msg="the all-reduce probe on %d %s failed (rc %s): %s"
-                                 % (count, "GPUs" if params["backend"] == "nccl" else "processes", rc,
-                                    (err.strip().splitlines() or ["no output"])[-1]), stderr=err[-4000:])
-            reply = json.loads(lines[-1])
-            if not reply.get("sum_ok"):
-                module.fail_json(msg="the all-reduce on %d ranks returned a wrong sum" % count)
-            by_count[str(count)] = probe.summarize(count, [tuple(item) for item in reply["timings"]])
-            versions = {"torch": reply.get("torch"), "nccl": reply.get("nccl")}
-    finally:
-        os.unlink(worker)
-
-    devices = facts.get("devices") or []
-    gpu_name = params["gpu_name"] or (devices[0].get("name") if devices else None)
-    link = params["link"] or ("nvlink" if (facts.get("topology") or {}).get("nvlink") else None)
-    result = dict(backend=params["backend"], hidden_size=params["hidden_size"], by_gpu_count=by_count, **versions)
-    module.exit_json(changed=False, ansible_facts={"allreduce_probe": result},
-                     comparison=probe.compare(result, params["hidden_size"], gpu_name, link))
+    module.exit_json(changed=False, ansible_facts={"allreduce_probe": result}, comparison=comparison)
 
 
 if __name__ == "__main__":

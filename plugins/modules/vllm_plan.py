@@ -513,119 +513,54 @@ model_source:
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.hub import load_any_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import (
-    PlanError,
-    check_inputs,
-    check_perf_inputs,
-    check_visible_devices,
-    evaluate_plan_for,
-    plan_model,
-    verdict,
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanFailed, run
+
+ARGUMENT_SPEC = dict(
+    model=dict(type="str", required=True),
+    revision=dict(type="str", default="main"),
+    hf_endpoint=dict(type="str", fallback=(env_fallback, ["HF_ENDPOINT"])),
+    hf_token=dict(type="str", no_log=True, fallback=(env_fallback, ["HF_TOKEN"])),
+    gpus=dict(type="int"),
+    gpu_memory_gib=dict(type="float"),
+    gpu_name=dict(type="str"),
+    link=dict(type="str", choices=["pcie", "nvlink"]),
+    gpu_facts=dict(type="dict"),
+    allreduce_probe=dict(type="dict"),
+    vllm_version=dict(type="str", required=True),
+    gpu_memory_utilization=dict(type="float"),
+    max_model_len=dict(type="int"),
+    kv_cache_dtype=dict(type="str"),
+    plan=dict(type="dict", options=dict(
+        tp=dict(type="int", default=1),
+        pp=dict(type="int", default=1),
+        dp=dict(type="int", default=1),
+        ep=dict(type="bool", default=False),
+    )),
+    fail_on_invalid=dict(type="bool", default=True),
+    objective=dict(type="str", default="throughput", choices=["latency", "throughput", "throughput_per_gpu"]),
+    workload=dict(type="dict", options=dict(
+        input_len=dict(type="int", default=1024),
+        output_len=dict(type="int", default=1024),
+        concurrency=dict(type="list", elements="int", default=[1, 4, 16, 64, 256, 1024]),
+        max_num_seqs=dict(type="int"),
+        max_num_batched_tokens=dict(type="int", no_log=False),
+    )),
+    ttft_p99_ms=dict(type="float"),
+    min_user_tokens_per_s=dict(type="float", no_log=False),
+    calibration=dict(type="dict"),
+    device_spec=dict(type="dict"),
+    enforce_eager=dict(type="bool", default=False),
+    visible_devices=dict(type="list", elements="str", default=[]),
 )
 
 
-def _from_gpu_facts(params):
-    # A given value, even 0, is the user's: the planner checks it and names it.
-    facts = params.get("gpu_facts") or {}
-    devices = facts.get("devices") or []
-    gpus = params["gpus"] if params.get("gpus") is not None else facts.get("count")
-    memory = params.get("gpu_memory_gib")
-    if memory is None and devices:
-        memory = min(d.get("memory_total_bytes") or 0 for d in devices) / float(1024 ** 3)
-    name = params.get("gpu_name") or (devices[0].get("name") if devices else None)
-    link = params.get("link")
-    if not link and facts.get("topology"):
-        link = "nvlink" if facts["topology"].get("nvlink") else "pcie"
-    return gpus, memory, name, link
-
-
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            model=dict(type="str", required=True),
-            revision=dict(type="str", default="main"),
-            hf_endpoint=dict(type="str", fallback=(env_fallback, ["HF_ENDPOINT"])),
-            hf_token=dict(type="str", no_log=True, fallback=(env_fallback, ["HF_TOKEN"])),
-            gpus=dict(type="int"),
-            gpu_memory_gib=dict(type="float"),
-            gpu_name=dict(type="str"),
-            link=dict(type="str", choices=["pcie", "nvlink"]),
-            gpu_facts=dict(type="dict"),
-            allreduce_probe=dict(type="dict"),
-            vllm_version=dict(type="str", required=True),
-            gpu_memory_utilization=dict(type="float"),
-            max_model_len=dict(type="int"),
-            kv_cache_dtype=dict(type="str"),
-            plan=dict(type="dict", options=dict(
-                tp=dict(type="int", default=1),
-                pp=dict(type="int", default=1),
-                dp=dict(type="int", default=1),
-                ep=dict(type="bool", default=False),
-            )),
-            fail_on_invalid=dict(type="bool", default=True),
-            objective=dict(type="str", default="throughput", choices=["latency", "throughput", "throughput_per_gpu"]),
-            workload=dict(type="dict", options=dict(
-                input_len=dict(type="int", default=1024),
-                output_len=dict(type="int", default=1024),
-                concurrency=dict(type="list", elements="int", default=[1, 4, 16, 64, 256, 1024]),
-                max_num_seqs=dict(type="int"),
-                max_num_batched_tokens=dict(type="int", no_log=False),
-            )),
-            ttft_p99_ms=dict(type="float"),
-            min_user_tokens_per_s=dict(type="float", no_log=False),
-            calibration=dict(type="dict"),
-            device_spec=dict(type="dict"),
-            enforce_eager=dict(type="bool", default=False),
-            visible_devices=dict(type="list", elements="str", default=[]),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    gpus, memory, name, link = _from_gpu_facts(params)
-    if params["visible_devices"]:
-        # The server sees only these GPUs (CUDA_VISIBLE_DEVICES): the plans are made for that many.
-        try:
-            gpus = len(check_visible_devices(params["visible_devices"], gpus)) or gpus
-        except PlanError as exc:
-            module.fail_json(msg=str(exc))
-    probe = params["allreduce_probe"]
-    measured = (lambda world, size: measured_us(probe, world, size)) if probe else None
-    if params["gpus"] is None and not gpus:
-        module.fail_json(msg="gpus is not set and gpu_facts reports no GPUs (count %s)" % (gpus or 0))
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
-        # Bad numbers are refused before anything is read or fetched.
-        check_inputs(gpus, memory, params["vllm_version"], params["gpu_memory_utilization"], params["max_model_len"],
-                     params["kv_cache_dtype"], link, params["plan"])
-        check_perf_inputs(params["objective"], params["workload"], params["ttft_p99_ms"], params["min_user_tokens_per_s"],
-                          params["calibration"], params["device_spec"])
-        model, model_source = load_any_model_config(params["model"], params["revision"], params["hf_endpoint"],
-                                                    params["hf_token"])
-        result = plan_model(model, gpus, memory, params["vllm_version"],
-                            gpu_memory_utilization=params["gpu_memory_utilization"],
-                            max_model_len=params["max_model_len"], kv_cache_dtype=params["kv_cache_dtype"],
-                            gpu_name=name, link=link, measured_allreduce_us=measured, objective=params["objective"],
-                            workload=params["workload"], ttft_p99_ms=params["ttft_p99_ms"],
-                            min_user_tokens_per_s=params["min_user_tokens_per_s"], calibration=params["calibration"],
-                            device_spec=params["device_spec"], enforce_eager=params["enforce_eager"])
-    except (ModelConfigError, PlanError) as exc:
-        module.fail_json(msg=str(exc))
-
-    warnings = result.pop("warnings")
-    output = dict(changed=False, model=model, model_source=model_source, **result)
-    if warnings:
-        # Returned as the result's warnings, Ansible shows them as task warnings.
-        output["warnings"] = warnings
-    if params["plan"]:
-        selected = evaluate_plan_for(model, params["plan"], result["inputs"], gpu_name=name, link=link,
-                                     measured_allreduce_us=measured)
-        output["selected"] = selected
-    output["verdict"] = verdict(result, output.get("selected"))
-    if params["plan"] and params["fail_on_invalid"] and not output["verdict"]["usable"]:
-        module.fail_json(msg="Plan %s of %s is not usable: %s" % (output["verdict"]["plan_name"], params["model"],
-                                                                output["verdict"]["message"]), **output)
+        output = run(module.params, load_any_model_config)
+    except PlanFailed as exc:
+        module.fail_json(msg=str(exc), **exc.output)
     module.exit_json(**output)
 
 

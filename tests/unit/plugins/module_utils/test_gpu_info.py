@@ -368,6 +368,17 @@ def test_lost_gpu_keeps_its_slot():
     assert facts["topology"]["links"] == [{"a": 0, "b": 1, "type": None, "nvlink_count": 0}]
 
 
+def test_lost_gpu_has_every_key_of_a_present_one_set_to_none():
+    recording = multi_gpu(2, lambda a, b: 20)
+    recording["calls"]["nvmlDeviceGetHandleByIndex(1)"] = nvml_error("NVMLError_GpuIsLost")
+    for include_processes in (False, True):
+        facts, dummy = collect(recording, include_processes=include_processes)
+        present, lost = facts["devices"]
+        assert list(lost) == list(present)
+        assert ("processes" in lost) is include_processes
+        assert all(value is None for key, value in lost.items() if key != "index")
+
+
 def test_processes():
     recording = h200()
     recording["calls"]["nvmlDeviceGetComputeRunningProcesses(gpu0)"] = [

@@ -56,3 +56,15 @@ def test_vllm_plan_takes_the_probe(run_module, model_configs_dir):
     assert not failed, result.get("msg")
     basis = result["selected"]["estimate"]["basis"]
     assert basis["allreduce_source"] == "measured on 8 GPUs" and basis["tp_allreduce_us"] == 100.0
+
+
+def test_a_failing_worker_returns_its_stderr_and_a_bad_input_returns_none(run_module, tmp_path):
+    crashing = tmp_path / "python"
+    crashing.write_text("#!/bin/sh\necho 'loading' >&2\necho 'RuntimeError: boom' >&2\nexit 3\n")
+    crashing.chmod(0o755)
+    result, failed = run_module(allreduce_probe.main, {
+        "python": str(crashing), "backend": "gloo", "gpu_counts": [2], "hidden_size": 512, "max_bytes": 1024})
+    assert failed and result["msg"] == "the all-reduce probe on 2 processes failed (rc 3): RuntimeError: boom"
+    assert result["stderr"] == "loading\nRuntimeError: boom\n"
+    refused, failed = run_module(allreduce_probe.main, {"backend": "gloo", "gpu_counts": [1], "iterations": 0})
+    assert failed and refused["msg"].startswith("gpu_counts must be 1 or more (got [1])") and "stderr" not in refused

@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""vllm_plan.run, the vllm_plan module's work from its options to its result, with a recording model loader:
+where the GPU count comes from, which check wins when several inputs are wrong, that nothing is read before the
+numbers are checked, the result's keys and the failure message of a configured plan that is not usable."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError, load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import (
+    PlanError,
+    PlanFailed,
+    gpus_from_facts,
+    plan_model,
+    run,
+)
+
+MINIMAX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "model_configs",
+                       "MiniMaxAI--MiniMax-M2.5.json")
+# Every option of the module, as AnsibleModule hands them over (unset ones None, defaults applied).
+PARAMS = {"model": "MiniMaxAI/MiniMax-M2.5", "revision": "main", "hf_endpoint": None, "hf_token": None, "gpus": 8,
+          "gpu_memory_gib": 89.4, "gpu_name": None, "link": None, "gpu_facts": None, "allreduce_probe": None,
+          "vllm_version": "0.32.0", "gpu_memory_utilization": None, "max_model_len": 32768, "kv_cache_dtype": None,
+          "plan": None, "fail_on_invalid": True, "objective": "throughput", "workload": None, "ttft_p99_ms": None,
+          "min_user_tokens_per_s": None, "calibration": None, "device_spec": None, "enforce_eager": False,
+          "visible_devices": []}
+
+
+class Loader(object):
+    """Stands in for hub.load_any_model_config: the MiniMax fixture, each call recorded."""
+
+    def __init__(self, error=None):
+        self.calls = []
+        self.error = error
+
+    def __call__(self, model, revision, endpoint, token):
+        self.calls.append((model, revision, endpoint, token))
+        if self.error:
+            raise self.error
+        return load_model_config(MINIMAX), {"kind": "local", "path": MINIMAX}
+
+
+def params(**changes):
+    return dict(PARAMS, **changes)
+
+
+def test_the_result_keys_and_their_order():
+    loader = Loader()
+    output = run(params(vllm_version="0.34.0", plan={"tp": 8, "pp": 1, "dp": 1, "ep": True}), loader)
+    planned = plan_model(load_model_config(MINIMAX), 8, 89.4, "0.34.0", max_model_len=32768)
+    expected = ["changed", "model", "model_source"] + [key for key in planned if key != "warnings"]
+    assert list(output) == expected + ["warnings", "selected", "verdict"]
+    assert output["changed"] is False and output["warnings"] == [output["version_warning"]]
+    assert output["verdict"]["usable"] and output["verdict"]["plan_name"] == output["selected"]["name"] == "TP8-EP"
+    assert loader.calls == [("MiniMaxAI/MiniMax-M2.5", "main", None, None)]
+
+
+def test_without_a_configured_plan_the_verdict_is_on_the_recommendation_and_nothing_fails():
+    output = run(params(gpus=1, gpu_memory_gib=24.0), Loader())
+    assert "selected" not in output and "warnings" not in output
+    assert output["recommended"] is None and not output["verdict"]["usable"]
+
+
+def test_a_configured_plan_that_is_not_usable_fails_with_the_result():
+    with pytest.raises(PlanFailed) as caught:
+        run(params(vllm_version="0.28.0", plan={"tp": 8, "pp": 1, "dp": 1, "ep": False}), Loader())
+    output = caught.value.output
+    assert str(caught.value) == "Plan TP8 of MiniMaxAI/MiniMax-M2.5 is not usable: %s" % output["verdict"]["message"]
+    assert output["verdict"]["message"].startswith("vLLM would raise ValueError at weight creation")
+    assert output["selected"]["valid"] is False and output["plans"]
+
+
+def test_fail_on_invalid_off_returns_the_unusable_verdict():
+    output = run(params(vllm_version="0.28.0", plan={"tp": 8, "pp": 1, "dp": 1, "ep": False}, fail_on_invalid=False), Loader())
+    assert output["verdict"]["plan_name"] == "TP8" and not output["verdict"]["usable"]
+
+
+def test_visible_devices_narrow_the_gpu_count():
+    output = run(params(visible_devices=["0", "1", "2", "3"]), Loader())
+    assert output["inputs"]["gpus"] == 4
+    blank = run(params(visible_devices=[" "]), Loader())
+    assert blank["inputs"]["gpus"] == 8
+
+
+def test_bad_visible_devices_are_named_before_a_missing_gpu_count_and_before_anything_is_read():
+    loader = Loader()
+    with pytest.raises(PlanFailed) as caught:
+        run(params(gpus=None, visible_devices=["1", "1"]), loader)
+    assert str(caught.value) == "visible_devices '1,1' names GPU 1 twice" and caught.value.output == {}
+    with pytest.raises(PlanFailed) as caught:
+        run(params(gpus=None, gpu_facts={"count": 0, "devices": []}), loader)
+    assert str(caught.value) == "gpus is not set and gpu_facts reports no GPUs (count 0)"
+    assert loader.calls == []
+
+
+def test_visible_devices_alone_give_the_gpu_count_and_blank_ones_do_not():
+    output = run(params(gpus=None, visible_devices=["0", "1"]), Loader())
+    assert output["inputs"]["gpus"] == 2
+    with pytest.raises(PlanFailed) as caught:
+        run(params(gpus=None, visible_devices=[" "]), Loader())
+    assert str(caught.value) == "gpus is not set and gpu_facts reports no GPUs (count 0)"
+
+
+def test_bad_numbers_are_refused_before_the_model_is_read_then_perf_inputs_then_the_model():
+    loader = Loader()
+    with pytest.raises(PlanFailed) as caught:
+        run(params(max_model_len=0, ttft_p99_ms=-5), loader)
+    assert str(caught.value).startswith("max_model_len")
+    with pytest.raises(PlanFailed) as caught:
+        run(params(ttft_p99_ms=-5), loader)
+    assert "ttft_p99_ms" in str(caught.value) and caught.value.output == {}
+    assert loader.calls == []
+    with pytest.raises(PlanFailed) as caught:
+        run(params(), Loader(error=ModelConfigError("/x/config.json: not JSON")))
+    assert str(caught.value) == "/x/config.json: not JSON" and caught.value.output == {}
+
+
+def test_plan_failed_is_a_plan_error():
+    assert issubclass(PlanFailed, PlanError)
+
+
+@pytest.mark.parametrize("given, facts, expected", [
+    ({"gpus": 0, "gpu_memory_gib": None},
+     {"count": 8, "devices": [{"memory_total_bytes": 2 * 1024 ** 3, "name": "A"}, {"memory_total_bytes": 1024 ** 3, "name": "B"}],
+      "topology": {"nvlink": False}},
+     (0, 1.0, "A", "pcie")),
+    ({"gpus": None, "gpu_memory_gib": 40.0, "gpu_name": "L40S", "link": "nvlink"},
+     {"count": 2, "devices": [{"memory_total_bytes": 1024 ** 3, "name": "A"}], "topology": {"nvlink": False}},
+     (2, 40.0, "L40S", "nvlink")),
+    ({"gpus": None, "gpu_memory_gib": None}, None, (None, None, None, None)),
+])
+def test_gpu_inputs_from_the_options_over_gpu_facts(given, facts, expected):
+    assert gpus_from_facts(params(gpu_facts=facts, **given)) == expected
