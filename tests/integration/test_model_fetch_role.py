@@ -52,13 +52,13 @@ def repo_files(name):
     return files
 
 
-def run_role(tmp_path, hub, repo, dest, token="''", **extra):
+def run_role(tmp_path, hub, repo, dest, token="''", check=False, **extra):
     python = os.path.join(os.environ.get("GAUNTLET_RIG_DIR", ""), "builder-venv", "bin", "python")
     playbook = tmp_path / "fetch.yml"
     extra_vars = "".join("        model_fetch_%s: %s\n" % (key, json.dumps(value)) for key, value in extra.items())
     playbook.write_text(PLAYBOOK.format(repo=repo, endpoint=hub.endpoint if hub else "''", dest=dest, python=python,
                                         token=token, extra=extra_vars))
-    return run_playbook([playbook])
+    return run_playbook([playbook] + (["--check"] if check else []))
 
 
 def recap(result):
@@ -89,6 +89,21 @@ def test_fetch_verifies_and_a_rerun_fetches_nothing(tmp_path):
     assert record["key"]["revision"] == "main"
     shard = "model-00001-of-00003.safetensors"
     assert record["content"]["result"]["files"][shard]["sha256"] == hashlib.sha256(files[shard]).hexdigest()
+
+
+@pytest.mark.parametrize("from_hub", [True, False])
+def test_check_mode_on_a_first_fetch_predicts_it_and_touches_nothing(tmp_path, from_hub):
+    # deploy.yml --check on a fresh host: the fetch is predicted, nothing is written, nothing verified yet.
+    dest = tmp_path / "models" / "tiny-llama"
+    if from_hub:
+        with FakeHub({"gauntlet/tiny-llama": repo_files("tiny-llama")}) as hub:
+            result = run_role(tmp_path, hub, "gauntlet/tiny-llama", dest, check=True)
+            assert downloads(hub) == []
+    else:
+        result = run_role(tmp_path, None, "gauntlet/tiny-llama", dest, check=True,
+                          source_dir=os.path.join(rig_models(), "tiny-llama"))
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert not dest.exists()
 
 
 def safetensors_checkpoint(shards, tensor_bytes):

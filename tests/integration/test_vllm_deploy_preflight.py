@@ -24,7 +24,7 @@ PLAYBOOK = """
     - name: Plan
       ansible.builtin.include_role:
         name: gauntlet.vllm.vllm_deploy
-        tasks_from: preflight
+        tasks_from: plan
       vars:
         vllm_deploy_model: minimax
         vllm_deploy_vllm_version: "0.28.0"
