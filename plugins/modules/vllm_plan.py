@@ -471,7 +471,9 @@ verdict:
       description: Why it is not usable (vLLM's own exception, where it is raised and its message; or the memory
         shortfall); empty when usable.
       type: str
-      sample: "vLLM would raise ValueError at weight creation: The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128."
+      sample: >-
+        vLLM would raise ValueError at weight creation: The output_size of gate's and up's weight = 192
+        is not divisible by weight quantization block_n = 128.
     alternatives:
       description: The plans that load and fit.
       type: list

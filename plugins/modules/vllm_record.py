@@ -163,7 +163,7 @@ def main():
             path=dict(type="path", required=True),
             generator=dict(type="str", required=True),
             state=dict(type="str", choices=["read", "present"], default="read"),
-            key=dict(type="dict", default={}),
+            key=dict(type="dict", default={}, no_log=False),
             content=dict(type="dict", default={}),
             mode=dict(type="raw", default="0640"),
             owner=dict(type="str"),

@@ -59,8 +59,8 @@ def test_counts_default_to_powers_of_two_up_to_the_gpus_and_run_smallest_first()
 
 def test_given_counts_run_once_each_in_order_and_gloo_sets_no_devices():
     worker = FakeWorker()
-    result, _ = probe.run(dict(PARAMS, backend="gloo", gpu_counts=[2, 1, 2]), {"count": 0, "devices": []},
-                          worker, ports())
+    result, dummy = probe.run(dict(PARAMS, backend="gloo", gpu_counts=[2, 1, 2]), {"count": 0, "devices": []},
+                              worker, ports())
     assert [call["world"] for call in worker.calls] == [1, 2]
     assert all(call["visible"] is None for call in worker.calls)
     assert sorted(result["by_gpu_count"]) == ["1", "2"]
@@ -114,8 +114,8 @@ def test_a_wrong_sum_stops_the_probe():
 
 def test_gpu_name_and_link_come_from_the_options_over_the_facts():
     worker = FakeWorker()
-    _, from_facts = probe.run(dict(PARAMS, gpu_counts=[2]), FOUR_GPUS, worker, ports())
-    _, given = probe.run(dict(PARAMS, gpu_counts=[2], gpu_name="NVIDIA L40S", link="pcie"), FOUR_GPUS, worker, ports())
+    dummy, from_facts = probe.run(dict(PARAMS, gpu_counts=[2]), FOUR_GPUS, worker, ports())
+    dummy, given = probe.run(dict(PARAMS, gpu_counts=[2], gpu_name="NVIDIA L40S", link="pcie"), FOUR_GPUS, worker, ports())
     assert from_facts[0]["predicted_us"] == round(probe.predicted_us(2, 1024, "NVIDIA H200", "nvlink"), 3)
     assert given[0]["predicted_us"] == round(probe.predicted_us(2, 1024, "NVIDIA L40S", "pcie"), 3)
     assert from_facts[0]["predicted_us"] != given[0]["predicted_us"]

@@ -1181,15 +1181,14 @@ def test_the_first_failing_check_is_the_one_reported(ckpt, tmp_path, problems, s
     kwargs = {"path": ckpt.path}
     for problem in problems:
         kwargs.update(bad[problem])
-    path = kwargs.pop("path")
     with pytest.raises(CheckpointError) as exc:
-        verify(path, **kwargs)
+        verify(**kwargs)
     assert says in str(exc.value)
     # The second problem alone is an error too (so the first one really hid it).
     alone = {"path": ckpt.path}
     alone.update(bad[problems[1]])
     with pytest.raises(CheckpointError):
-        verify(alone.pop("path"), **alone)
+        verify(**alone)
 
 
 def test_errors_are_listed_by_kind_in_a_fixed_order(ckpt):

@@ -93,7 +93,7 @@ def test_mode_owner_and_group_are_set_on_the_written_file(run_module, tmp_path):
     assert _mode(path) == 0o600
     assert (os.stat(str(path)).st_uid, os.stat(str(path)).st_gid) == (uid, gid)
     assert json.loads(path.read_text())["content"] == CONTENT
-    assert [name for name in os.listdir(str(tmp_path))] == ["allreduce.json"]  # no temporary file left
+    assert os.listdir(str(tmp_path)) == ["allreduce.json"]  # no temporary file left
 
 
 def test_check_mode_predicts_changed_and_writes_nothing(run_module, tmp_path):
