@@ -198,6 +198,16 @@ def write_report(module, module_name, files, json_doc, markdown, png_renderer=No
     return {"files": files, "changed": bool(changes)}
 
 
+def write_report_or_fail(module, module_name, report, history_line=None):
+    """``write_report`` for a report module's ``report`` (``files``, ``json_doc``, ``markdown``, ``png``), failing
+    the module with the files when one of them is not ours; returns what ``write_report`` returns."""
+    try:
+        return write_report(module, module_name, report["files"], report["json_doc"], report["markdown"],
+                            png_renderer=report["png"], check_mode=module.check_mode, history_line=history_line)
+    except ReportFileError as exc:
+        module.fail_json(msg=str(exc), files=report["files"])
+
+
 # ---- PNG set-up shared by the report modules ------------------------------------------------
 
 _PYPLOT = []

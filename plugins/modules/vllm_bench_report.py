@@ -115,18 +115,12 @@ def main():
     except bench_report.BenchReportError as exc:
         module.fail_json(msg=str(exc))
     else:
-        try:
-            # A run always appends a history line, so it always changes something; check mode says so too.
-            written = report_files.write_report(module, bench_report.MODULE_NAME, report["files"], report["json_doc"],
-                                                report["markdown"], png_renderer=report["png"],
-                                                check_mode=module.check_mode, history_line=report["history"])
-        except report_files.ReportFileError as exc:
-            module.fail_json(msg=str(exc), files=report["files"])
-        else:
-            output = dict(written, markdown=report["markdown"])
-            if report["rows"] is not None:
-                output["comparison"] = report["rows"]
-            module.exit_json(**output)
+        # A run always appends a history line, so it always changes something; check mode says so too.
+        written = report_files.write_report_or_fail(module, bench_report.MODULE_NAME, report, history_line=report["history"])
+        output = dict(written, markdown=report["markdown"])
+        if report["rows"] is not None:
+            output["comparison"] = report["rows"]
+        module.exit_json(**output)
 
 
 if __name__ == "__main__":

@@ -221,17 +221,11 @@ def main():
     except gauntlet.GauntletError as exc:
         module.fail_json(msg=str(exc))
     else:
-        try:
-            # Files whose bytes would not change are left alone; the PNG is redrawn when they change or it is missing.
-            written = report_files.write_report(module, gauntlet.MODULE_NAME, report["files"], report["json_doc"],
-                                                report["markdown"], png_renderer=report["png"],
-                                                check_mode=module.check_mode)
-        except report_files.ReportFileError as exc:
-            module.fail_json(msg=str(exc), files=report["files"])
-        else:
-            summary = gauntlet.summary(report["ranking"])
-            module.exit_json(changed=written["changed"], ranking=summary, winner=summary[0] if report["winner"] else None,
-                             markdown=report["markdown"], files=report["files"])
+        # Files whose bytes would not change are left alone; the PNG is redrawn when they change or it is missing.
+        written = report_files.write_report_or_fail(module, gauntlet.MODULE_NAME, report)
+        summary = gauntlet.summary(report["ranking"])
+        module.exit_json(changed=written["changed"], ranking=summary, winner=summary[0] if report["winner"] else None,
+                         markdown=report["markdown"], files=report["files"])
 
 
 if __name__ == "__main__":
