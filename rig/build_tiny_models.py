@@ -5,6 +5,9 @@
 
 Each is written as several safetensors shards plus ``model.safetensors.index.json`` and a
 byte-level BPE tokenizer with a ChatML chat template, so vLLM serves it like a hub checkpoint.
+The tokenizer holds Qwen3's reasoning and tool-call markup (``<think>``, ``<tool_call>``, ...) as
+single non-special tokens and the template renders tools the way Qwen3's does, so the rig can
+serve these models with Qwen3's reasoning and tool-call parsers.
 Weights are random but seeded, the tokenizer is trained on a generated corpus: the same
 versions of torch/transformers/tokenizers give byte-identical files. A ``MANIFEST.sha256``
 records every file's hash.
@@ -19,20 +22,63 @@ import sys
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen3MoeConfig, Qwen3MoeForCausalLM
 
 SEED = 1234
 VOCAB_SIZE = 512
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# The markup Qwen3's reasoning and tool-call parsers look for, as single tokens. Added with
+# special=False, as in Qwen3's own tokenizer: decoding with skip_special_tokens keeps them in the
+# text, where vLLM's parsers search for them.
+PARSER_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>"]
 # Small shards so even a 1 MB model is a multi-shard checkpoint with an index.
 MAX_SHARD_SIZE = "300KB"
-CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
+# ChatML with tool calling in the shape Qwen3's parsers expect (written for the rig, not copied):
+# the tools' JSON signatures in the system turn, calls as <tool_call> JSON, tool results as
+# <tool_response> blocks in a user turn, and enable_thinking=false closing an empty <think> block
+# in the generation prompt. All output text sits in {{ }} so the layout here adds no whitespace.
+CHAT_TEMPLATE = r"""
+{%- set ns = namespace(system='', first=0) -%}
+{%- if messages and messages[0]['role'] == 'system' -%}
+  {%- set ns.system = messages[0]['content'] if messages[0]['content'] is string else '' -%}
+  {%- set ns.first = 1 -%}
+{%- endif -%}
+{%- if tools -%}
+  {{- '<|im_start|>system\n' -}}
+  {%- if ns.system -%}{{- ns.system + '\n\n' -}}{%- endif -%}
+  {{- '# Tools\n\nThese functions are available; their signatures, one JSON object per line, are inside <tools></tools>:\n<tools>' -}}
+  {%- for tool in tools -%}{{- '\n' + (tool | tojson) -}}{%- endfor -%}
+  {{- '\n</tools>\n\nTo call a function, answer with a JSON object giving its name and arguments between <tool_call></tool_call> tags:\n' -}}
+  {{- '<tool_call>\n{"name": <function-name>, "arguments": <arguments-json-object>}\n</tool_call><|im_end|>\n' -}}
+{%- elif ns.first -%}
+  {{- '<|im_start|>system\n' + ns.system + '<|im_end|>\n' -}}
+{%- endif -%}
+{%- for message in messages[ns.first:] -%}
+  {%- set content = message['content'] if message['content'] is string else '' -%}
+  {%- if message['role'] == 'tool' -%}
+    {%- if loop.first or loop.previtem['role'] != 'tool' -%}{{- '<|im_start|>user' -}}{%- endif -%}
+    {{- '\n<tool_response>\n' + content + '\n</tool_response>' -}}
+    {%- if loop.last or loop.nextitem['role'] != 'tool' -%}{{- '<|im_end|>\n' -}}{%- endif -%}
+  {%- elif message['role'] == 'assistant' -%}
+    {{- '<|im_start|>assistant\n' + content -}}
+    {%- for call in (message['tool_calls'] or []) -%}
+      {%- set fn = call['function'] if call['function'] is defined else call -%}
+      {%- set args = fn['arguments'] if fn['arguments'] is defined else {} -%}
+      {%- if content or not loop.first -%}{{- '\n' -}}{%- endif -%}
+      {{- '<tool_call>\n{"name": ' + (fn['name'] | tojson) + ', "arguments": ' -}}
+      {{- (args if args is string else (args | tojson)) + '}\n</tool_call>' -}}
+    {%- endfor -%}
+    {{- '<|im_end|>\n' -}}
+  {%- else -%}
+    {{- '<|im_start|>' + message['role'] + '\n' + content + '<|im_end|>\n' -}}
+  {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+  {{- '<|im_start|>assistant\n' -}}
+  {%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\n\n</think>\n\n' -}}{%- endif -%}
+{%- endif -%}
+"""
 
 # Shared shape: head_dim 32 is supported by vLLM's CPU attention backend.
 COMMON = dict(
@@ -80,20 +126,24 @@ def build_tokenizer():
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    # Leave room for the parser tokens so every id stays below the models' vocab_size.
     trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE,
+        vocab_size=VOCAB_SIZE - len(PARSER_TOKENS),
         special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(_corpus(), trainer=trainer)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in PARSER_TOKENS])
+    if tok.get_vocab_size(with_added_tokens=True) > VOCAB_SIZE:
+        raise SystemExit(f"tokenizer has {tok.get_vocab_size(with_added_tokens=True)} tokens, more than vocab_size {VOCAB_SIZE}")
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<|endoftext|>",
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         unk_token=None,
-        chat_template=CHATML_TEMPLATE,
+        chat_template=CHAT_TEMPLATE,
         model_max_length=COMMON["max_position_embeddings"],
     )
 
