@@ -1,0 +1,434 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``vllm serve`` command line, built once and checked against the installed vLLM itself.
+
+``build_serve_args`` is the one source of truth for the arguments after ``vllm serve`` in the unit's
+``ExecStart=``: structured settings in, a list of strings out, in the order the vllm_service role has
+always rendered them (model, name, listener, parallelism, memory, then the serving recipe's flags, then
+``extra_args``).
+
+``CHECKER`` is the program run by the vLLM venv's Python (``<venv>/bin/python -``, program and request
+on stdin): it builds vLLM's own ``vllm serve`` parser, parses each command line with it, runs vLLM's
+``validate_parsed_serve_args`` and looks the tool-call and reasoning parser names up in the installed
+registries. A command line vLLM would refuse comes back with vLLM's own message, before any unit is
+written or restarted. One run checks a list of command lines (importing vLLM, which imports torch, is
+most of the time).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+# Every setting build_serve_args reads; the module's options of the same names.
+SETTINGS = (
+    "model", "served_model_name", "host", "port", "plan_args",
+    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
+    "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "trust_remote_code", "speculative_config",
+    "max_num_seqs", "max_num_batched_tokens", "tool_call_parser", "enable_auto_tool_choice", "reasoning_parser",
+    "chat_template", "mm_encoder_tp_mode", "all2all_backend", "extra_args",
+)
+# The recipe's string flags, in their place on the command line after --max-num-batched-tokens.
+_PARSER_FLAGS = (("tool_call_parser", "--tool-call-parser"),)
+_RECIPE_FLAGS = (("reasoning_parser", "--reasoning-parser"), ("chat_template", "--chat-template"),
+                 ("mm_encoder_tp_mode", "--mm-encoder-tp-mode"), ("all2all_backend", "--all2all-backend"))
+# The kernel ends the checker with SIGALRM when its time is up: run_command sees -14 (or 142 through a shell).
+_TIMED_OUT = (-14, 142, 124)
+DEFAULT_TIMEOUT = 120
+
+
+class ArgsBuildError(ValueError):
+    """A setting that cannot be put on the command line; the message names it."""
+
+
+class ArgsCheckError(RuntimeError):
+    """The check could not be made (no Python, the checker crashed or timed out); ``stderr`` is its error output's tail."""
+
+    def __init__(self, msg, stderr=""):
+        super(ArgsCheckError, self).__init__(msg)
+        self.stderr = stderr
+
+
+def _text(settings, name):
+    """The setting as a string, or None when unset (None or empty)."""
+    value = settings.get(name)
+    if value is None or value == "":
+        return None
+    if isinstance(value, (dict, list, tuple, bool)):
+        raise ArgsBuildError("%s: expected a string, got %r" % (name, value))
+    return str(value)
+
+
+def _number(settings, name, kind):
+    """The setting as (number, its text), or None when unset or not above 0 (``kind`` is int or float)."""
+    value = settings.get(name)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ArgsBuildError("%s: expected a number, got %r" % (name, value))
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise ArgsBuildError("%s: expected %s number, got %r" % (name, "a whole" if kind is int else "a", value))
+    return (number, str(value)) if number > 0 else None
+
+
+def _flag(settings, name):
+    """The setting as a bool (``yes``/``true``/... accepted as Ansible does)."""
+    value = settings.get(name)
+    if value is None:
+        return False
+    try:
+        return boolean(value)
+    except TypeError:
+        raise ArgsBuildError("%s: expected a boolean, got %r" % (name, value))
+
+
+def _strings(settings, name):
+    """A list setting as strings; None stays None."""
+    value = settings.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        raise ArgsBuildError("%s: expected a list of strings, got %r" % (name, value))
+    return [str(item) for item in value]
+
+
+def _parallel_args(settings):
+    """The planner's args when given, else the sizes above 1 and expert parallelism."""
+    plan_args = _strings(settings, "plan_args")
+    if plan_args is not None:
+        return plan_args
+    args = []
+    for name, option in (("tensor_parallel_size", "--tensor-parallel-size"),
+                         ("pipeline_parallel_size", "--pipeline-parallel-size"),
+                         ("data_parallel_size", "--data-parallel-size")):
+        size = _number(settings, name, int)
+        if size and size[0] > 1:
+            args += [option, size[1]]
+    return args + (["--enable-expert-parallel"] if _flag(settings, "enable_expert_parallel") else [])
+
+
+def _engine_args(settings):
+    """--max-model-len, --gpu-memory-utilization, --kv-cache-dtype, --trust-remote-code, --speculative-config."""
+    args = []
+    for name, option, kind in (("max_model_len", "--max-model-len", int),
+                               ("gpu_memory_utilization", "--gpu-memory-utilization", float)):
+        value = _number(settings, name, kind)
+        args += [option, value[1]] if value else []
+    dtype = _text(settings, "kv_cache_dtype")
+    args += ["--kv-cache-dtype", dtype] if dtype and dtype != "auto" else []
+    args += ["--trust-remote-code"] if _flag(settings, "trust_remote_code") else []
+    speculative = settings.get("speculative_config") or {}
+    if not isinstance(speculative, dict):
+        raise ArgsBuildError("speculative_config: expected a dict, got %r" % (speculative,))
+    # json.dumps with its default separators is what Ansible's to_json filter printed here.
+    return args + (["--speculative-config", json.dumps(speculative)] if speculative else [])
+
+
+def _recipe_args(settings):
+    """The serving recipe's flags: batch limits, tool calling, reasoning, template, encoder and all2all."""
+    args = []
+    for name, option in (("max_num_seqs", "--max-num-seqs"), ("max_num_batched_tokens", "--max-num-batched-tokens")):
+        value = _number(settings, name, int)
+        args += [option, value[1]] if value else []
+    for name, option in _PARSER_FLAGS:
+        value = _text(settings, name)
+        args += [option, value] if value else []
+    args += ["--enable-auto-tool-choice"] if _flag(settings, "enable_auto_tool_choice") else []
+    for name, option in _RECIPE_FLAGS:
+        value = _text(settings, name)
+        args += [option, value] if value else []
+    return args
+
+
+def build_serve_args(settings):
+    """The arguments after ``vllm serve`` for ``settings`` (keys of SETTINGS; only ``model`` required).
+    ArgsBuildError names an unknown key, a value of the wrong type, or one holding a newline (it would end
+    the unit's ExecStart= line)."""
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise ArgsBuildError("unknown settings: %s (known: %s)" % (", ".join(unknown), ", ".join(SETTINGS)))
+    model = _text(settings, "model")
+    if model is None:
+        raise ArgsBuildError("model: required (a Hub id or a directory)")
+    args = [model]
+    for name, option in (("served_model_name", "--served-model-name"), ("host", "--host"), ("port", "--port")):
+        value = _text(settings, name)
+        args += [option, value] if value is not None else []
+    args += _parallel_args(settings) + _engine_args(settings) + _recipe_args(settings)
+    args += _strings(settings, "extra_args") or []
+    bad = [arg for arg in args if any(char in arg for char in "\n\r\x00")]
+    if bad:
+        raise ArgsBuildError("arguments may not hold newlines or NUL (they end the unit's ExecStart= line): %r" % bad)
+    return args
+
+
+# Run as ``<venv>/bin/python -`` with checker_program(request) on stdin. The request (REQUEST, put in front
+# of this text by checker_program): {"checks": [[arg, ...], ...], "timeout": seconds}. It prints one JSON
+# line: {"vllm_version": ..., "replies": [{"ok", "message", "vllm_version", "non_default", "elapsed_s"}, ...]}
+# (elapsed_s: seconds from the checker's start to the end of that check), or {"error": ...} and exits 3
+# when vLLM's serve parser cannot be loaded.
+CHECKER = r'''
+import contextlib, io, os, signal, sys, time
+
+STARTED = time.monotonic()
+if REQUEST.get("timeout"):
+    # SIGALRM's default action ends the process even inside a stuck import.
+    signal.alarm(int(REQUEST["timeout"]))
+# vLLM logs to stdout: the reply keeps the real stdout, everything else goes to stderr.
+REPLY = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+# "python -" puts the working directory first on sys.path; nothing there may shadow vLLM.
+sys.path[:] = [entry for entry in sys.path if entry not in ("", ".")]
+os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+def first(*candidates):
+    """The first (module, name) of candidates that imports, for vLLM's moving layout."""
+    errors = []
+    for module, name in candidates:
+        try:
+            return getattr(__import__(module, fromlist=[name]), name)
+        except (ImportError, AttributeError) as exc:
+            errors.append("%s.%s: %s" % (module, name, exc))
+    raise ImportError("; ".join(errors))
+
+
+def load_vllm():
+    """vLLM's serve parser pieces: 0.32's launchers.cli_args, else 0.10-0.28's openai.cli_args."""
+    flexible = first(("vllm.utils.argparse_utils", "FlexibleArgumentParser"), ("vllm.utils", "FlexibleArgumentParser"))
+    make = first(("vllm.entrypoints.launchers.cli_args", "make_arg_parser"),
+                 ("vllm.entrypoints.openai.cli_args", "make_arg_parser"))
+    validate = first(("vllm.entrypoints.launchers.cli_args", "validate_parsed_serve_args"),
+                     ("vllm.entrypoints.openai.cli_args", "validate_parsed_serve_args"))
+    import vllm
+    return flexible, make, validate, getattr(vllm, "__version__", None) or "unknown"
+
+
+def build_parser(flexible, make):
+    """``vllm`` with its ``serve`` subcommand, as vLLM's CLI main builds it (errors read "vllm serve: error: ...")."""
+    top = flexible(prog="vllm", description="vLLM CLI")
+    subparsers = top.add_subparsers(required=False, dest="subparser")
+    serve = make(subparsers.add_parser("serve", usage="vllm serve [model_tag] [options]"))
+    if not any(action.dest == "model_tag" for action in serve._actions):
+        serve.add_argument("model_tag", type=str, nargs="?")
+    return top, serve
+
+
+def argparse_message(text):
+    """The message argparse printed after "<prog>: error: ", else its last line."""
+    marker = text.find(": error: ")
+    if marker >= 0:
+        return text[marker + len(": error: "):].strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "the parser exited without a message"
+
+
+def parse(top, argv):
+    """(namespace, None) or (None, vLLM's message)."""
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            return top.parse_args(["serve"] + list(argv)), None
+    except SystemExit:
+        return None, argparse_message(captured.getvalue())
+    except Exception as exc:  # FlexibleArgumentParser's own checks raise
+        return None, str(exc) or type(exc).__name__
+
+
+def abbreviations(serve, argv, version):
+    """A refusal for a flag argparse took only as a prefix of a longer one, else None."""
+    known = serve._option_string_actions
+    for arg in argv:
+        if arg == "--":
+            break
+        if not arg.startswith("--") or len(arg) < 3:
+            continue
+        key = arg.split("=", 1)[0].split(".", 1)[0].replace("_", "-")
+        matches = sorted(option for option in known if option.startswith(key)) if key not in known else []
+        if matches:
+            return ("%s is not a vllm serve flag: vLLM %s reads it as an abbreviation of %s (argparse prefix "
+                    "matching); write the flag in full, as an abbreviation stops working once a release adds "
+                    "another flag that begins the same way" % (key, version, " or ".join(matches)))
+    return None
+
+
+def registered(manager, listing, table):
+    """The names a parser manager knows: list_registered() where it has one, else its tables' keys."""
+    if hasattr(manager, listing):
+        return sorted(getattr(manager, listing)())
+    return sorted(set(getattr(manager, table, {}) or {}) | set(getattr(manager, "lazy_parsers", {}) or {}))
+
+
+def registry_message(args):
+    """vLLM's style of refusal for a tool-call or reasoning parser the installed registries lack, else None."""
+    tool = getattr(args, "tool_call_parser", None)
+    if tool:
+        manager = first(("vllm.tool_parsers", "ToolParserManager"),
+                        ("vllm.entrypoints.openai.tool_parsers", "ToolParserManager"))
+        plugin = getattr(args, "tool_parser_plugin", None)
+        if plugin and len(plugin) > 3:
+            manager.import_tool_parser(plugin)
+        names = registered(manager, "list_registered", "tool_parsers")
+        if tool not in names:
+            return "invalid tool call parser: %s (chose from { %s })" % (tool, ",".join(names))
+    reasoning = getattr(args, "reasoning_parser", None)
+    if reasoning:
+        manager = first(("vllm.reasoning", "ReasoningParserManager"))
+        plugin = getattr(args, "reasoning_parser_plugin", None)
+        if plugin and len(plugin) > 3 and hasattr(manager, "import_reasoning_parser"):
+            manager.import_reasoning_parser(plugin)
+        names = registered(manager, "list_registered", "reasoning_parsers")
+        if reasoning not in names:
+            return "invalid reasoning parser: %s (chose from { %s })" % (reasoning, ",".join(names))
+    return None
+
+
+def plain(value):
+    """A JSON-safe copy of a parsed value (enums by value, other objects as text)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return dict((str(key), plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(item) for item in value]
+    inner = getattr(value, "value", None)
+    if isinstance(inner, (str, int, float)):
+        return inner
+    return str(value)
+
+
+def differs(left, right):
+    try:
+        return bool(left != right)
+    except Exception:
+        return plain(left) != plain(right)
+
+
+def non_default(top, args, argv):
+    """Every parsed value that differs from what the parser gives for the model alone."""
+    base, dummy = parse(top, argv[:1] if argv and not argv[0].startswith("-") else [])
+    if base is None:
+        return {}
+    found = {}
+    for name, value in sorted(vars(args).items()):
+        if name not in vars(base) or differs(value, getattr(base, name)):
+            found[name] = plain(value)
+    return found
+
+
+def check(top, serve, validate, version, argv):
+    """One command line's reply."""
+    reply = {"ok": False, "message": "", "vllm_version": version, "non_default": {}}
+    args, message = parse(top, argv)
+    if message is None:
+        message = abbreviations(serve, argv, version)
+    if message is None:
+        reply["non_default"] = non_default(top, args, argv)
+        try:
+            validate(args)
+        except Exception as exc:
+            message = str(exc) or type(exc).__name__
+    if message is None:
+        message = registry_message(args)
+    reply.update(ok=message is None, message=message or "vllm serve accepts this command line")
+    reply["elapsed_s"] = round(time.monotonic() - STARTED, 3)
+    return reply
+
+
+def main():
+    try:
+        flexible, make, validate, version = load_vllm()
+        top, serve = build_parser(flexible, make)
+    except Exception as exc:
+        REPLY.write(json.dumps({"error": "cannot load vLLM's serve parser with %s: %s: %s"
+                                % (sys.executable, type(exc).__name__, exc)}) + "\n")
+        REPLY.flush()
+        sys.exit(3)
+    replies = [check(top, serve, validate, version, [str(arg) for arg in argv]) for argv in REQUEST.get("checks", [])]
+    REPLY.write(json.dumps({"vllm_version": version, "replies": replies}) + "\n")
+    REPLY.flush()
+
+
+main()
+'''
+
+
+def checker_program(checks, timeout):
+    """The program sent on the Python's stdin: the request as a literal, then CHECKER."""
+    request = {"checks": [[str(arg) for arg in argv] for argv in checks], "timeout": int(timeout or 0)}
+    return "import json\nREQUEST = json.loads(%r)\n%s" % (json.dumps(request), CHECKER)
+
+
+def _tail(text, lines=20):
+    return "\n".join((text or "").strip().splitlines()[-lines:])
+
+
+def read_replies(python, count, timeout, rc, out, err):
+    """The checker's replies from its output; ArgsCheckError says why there are none."""
+    if rc in _TIMED_OUT:
+        raise ArgsCheckError("the vLLM args check with %s timed out after %s s" % (python, timeout), _tail(err))
+    if rc == 127:
+        raise ArgsCheckError("%s: not found (rc 127): %s" % (python, _tail(err, 1) or "no output"), _tail(err))
+    lines = [line for line in (out or "").splitlines() if line.startswith("{")]
+    try:
+        reply = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        reply = None
+    if isinstance(reply, dict) and reply.get("error"):
+        raise ArgsCheckError(reply["error"], _tail(err))
+    if rc != 0 or not isinstance(reply, dict) or len(reply.get("replies") or []) != count:
+        raise ArgsCheckError("the vLLM args checker run by %s failed (rc %s, %s): %s"
+                             % (python, rc, "no JSON reply" if reply is None else "unexpected reply",
+                                _tail(err, 1) or "no error output"), _tail(err))
+    return reply["replies"]
+
+
+def check_many(python, checks, run_command, timeout=DEFAULT_TIMEOUT):
+    """Check each command line of ``checks`` (lists of the args after ``vllm serve``) in one run of the
+    checker by ``python``; ``run_command(argv, data)`` returns ``(rc, stdout, stderr)``. Returns the replies
+    in order; ArgsCheckError when the check could not be made."""
+    try:
+        rc, out, err = run_command([python, "-"], checker_program(checks, timeout))
+    except OSError as exc:
+        raise ArgsCheckError("%s: cannot run it: %s" % (python, exc))
+    return read_replies(python, len(checks), timeout, rc, out, err)
+
+
+def check_args(python, args, run_command, timeout=DEFAULT_TIMEOUT):
+    """One command line's reply: ``{"ok", "message", "vllm_version", "non_default", "elapsed_s"}``."""
+    return check_many(python, [args], run_command, timeout)[0]
+
+
+def venv_python(venv):
+    return os.path.join(venv, "bin", "python")
+
+
+def run_module_check(params, run_command, check_mode, exists=os.path.exists):
+    """The vllm_args_check module's work. Returns ``(result, failure)``: ``failure`` is the message to fail the
+    task with (None when it passes); ``result`` holds args, argv, checked, vllm_version, non_default,
+    elapsed_s and message either way. ArgsBuildError and ArgsCheckError propagate."""
+    args = build_serve_args(dict((name, params.get(name)) for name in SETTINGS))
+    python = venv_python(params["venv"])
+    result = {"changed": False, "args": args, "argv": [os.path.join(params["venv"], "bin", "vllm"), "serve"] + args,
+              "checked": False, "vllm_version": None, "non_default": {}, "elapsed_s": 0.0}
+    if not params.get("check", True):
+        return dict(result, message="built, not checked (check: false)"), None
+    if not exists(python):
+        if check_mode:
+            return dict(result, message="%s does not exist: vLLM is not installed there yet, so the command line is "
+                                        "built but not checked" % python), None
+        return dict(result, message=""), "%s does not exist: no vLLM venv to check the command line against" % python
+    reply = check_args(python, args, run_command, params.get("timeout") or DEFAULT_TIMEOUT)
+    result.update(checked=True, vllm_version=reply.get("vllm_version"), non_default=reply.get("non_default") or {},
+                  elapsed_s=reply.get("elapsed_s"), message=reply.get("message") or "")
+    if reply.get("ok"):
+        return result, None
+    return result, "vllm serve would refuse this command line (vLLM %s): %s" % (result["vllm_version"], result["message"])
