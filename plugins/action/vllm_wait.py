@@ -4,8 +4,10 @@
 
 """Controller side of gauntlet.vllm.vllm_wait: look at the target until the model answers.
 
-Each look runs the vllm_wait module on the target (unit state, journal, /health, a completion);
-``wait_until_ready`` decides, and progress lines go to the controller's display. Keeping the loop
+Each look runs the vllm_wait module on the target (unit state, journal, /health, a completion, and with
+``tool_check`` / ``reasoning_check`` the recipe check's chat request); ``wait_until_ready`` decides (a chat
+request the server refuses with HTTP 400 ends the wait at once), and progress lines go to the controller's display.
+The options, the recipe check's included, come from ``vllm_probe.ARGUMENT_SPEC`` and go to the module unchanged. Keeping the loop
 here means a 36-minute load is many short module runs, not one connection held for 36 minutes.
 """
 

@@ -7,7 +7,11 @@
 The ``vllm_wait`` module runs ``probe`` once on the target; the ``vllm_wait`` action plugin calls it
 again and again from the controller and decides with ``verdict`` whether to go on waiting.
 ``/health`` answers as soon as the API server is up, which says nothing about whether the model
-can generate; only a completion that comes back with tokens counts as ready.
+can generate; only a completion that comes back with tokens counts as ready. With ``tool_check`` or
+``reasoning_check`` on, the server must also pass the recipe check: a chat completion offering a tool
+with ``tool_choice: auto`` (refused with HTTP 400 unless vLLM runs with ``--enable-auto-tool-choice`` and
+a ``--tool-call-parser``) whose answer is a well-formed assistant message, carrying the reasoning
+separated from ``content`` when a reasoning parser is set.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -40,7 +44,27 @@ ARGUMENT_SPEC = dict(
     progress_interval=dict(type="int", default=30),
     request_timeout=dict(type="int", default=60),
     journal_lines=dict(type="int", default=40),
+    tool_check=dict(type="bool", default=False),
+    reasoning_check=dict(type="bool", default=False),
 )
+
+# The recipe check's chat request. ignore_eos (vLLM's extension) makes a random tiny model generate too.
+RECIPE_PROMPT = "What is the weather in Paris? Think first."
+RECIPE_MAX_TOKENS = 16
+RECIPE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+# vLLM 0.32's ChatMessage always serialises ``reasoning`` (null when nothing was separated); older releases
+# named it ``reasoning_content``.
+REASONING_FIELDS = ("reasoning", "reasoning_content")
+THINK_MARKUP = ("<think>", "</think>")
+# A chat request the server refuses outright: waiting longer does not change its answer.
+REFUSED_STATUS = 400
 
 UNIT_PROPERTIES = (
     "ActiveState",
@@ -174,6 +198,112 @@ def try_completion(params):
     return answer
 
 
+def recipe_request(model, tool_check):
+    """The recipe check's chat request: one tool offered with ``tool_choice: auto`` when ``tool_check``."""
+    payload = {"model": model, "messages": [{"role": "user", "content": RECIPE_PROMPT}],
+               "max_tokens": RECIPE_MAX_TOKENS, "temperature": 0, "ignore_eos": True}
+    if tool_check:
+        payload.update(tools=[RECIPE_TOOL], tool_choice="auto")
+    return payload
+
+
+def _tool_call_ok(call):
+    function = call.get("function") if isinstance(call, dict) else None
+    return (isinstance(function, dict) and isinstance(call.get("id"), str) and call.get("type") == "function"
+            and isinstance(function.get("name"), str) and isinstance(function.get("arguments"), str))
+
+
+def chat_message(body):
+    """(the answer's ``choices[0].message``, None) when it is a well-formed assistant message, else (None, what is wrong)."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None, "the chat answer has no choices"
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        return None, "choices[0].message of the chat answer is not an object: %r" % (message,)
+    if message.get("role") != "assistant":
+        return None, "choices[0].message.role is %r, not 'assistant'" % (message.get("role"),)
+    # vLLM leaves tool_calls out when there are none.
+    tool_calls = message.get("tool_calls") or []
+    if not isinstance(tool_calls, list) or not all(_tool_call_ok(call) for call in tool_calls):
+        return None, "choices[0].message.tool_calls is not a list of {id, type: function, function: {name, arguments}}"
+    content = message.get("content")
+    if "content" not in message and not tool_calls:
+        return None, "choices[0].message has neither content nor tool_calls"
+    if content is not None and not isinstance(content, str):
+        return None, "choices[0].message.content is neither a string nor null: %r" % (content,)
+    return message, None
+
+
+def reasoning_found(message):
+    """(ok, the field holding the reasoning, why) for one well-formed message of a server with a reasoning parser."""
+    field = None
+    for name in REASONING_FIELDS:
+        if isinstance(message.get(name), str) and message[name]:
+            field = name
+            break
+    content = message.get("content") or ""
+    markup = [tag for tag in THINK_MARKUP if tag in content]
+    if markup:
+        return False, field, "raw %s markup in content: the reasoning parser did not separate it" % " and ".join(markup)
+    if field:
+        return True, field, "reasoning in %s" % field
+    if message.get("tool_calls"):
+        return True, "tool_calls", "no reasoning before the tool call"
+    return False, None, "no reasoning separated: %s empty or null; content: %r" % (" and ".join(REASONING_FIELDS), content[:80])
+
+
+def judge_recipe(status, body, error, tool_check, reasoning_check):
+    """The recipe check's parts (only those that are on) from the chat answer's status, JSON body and error."""
+    message, problem = chat_message(body) if status == 200 and not error else (None, error)
+    parts = {}
+    if tool_check:
+        accepted = message is not None and "accepted, answered with %s" % ("a tool call" if message.get("tool_calls") else "content")
+        parts["tool_choice"] = {"status": status, "ok": message is not None, "message": problem or accepted}
+    if reasoning_check:
+        ok, field, why = reasoning_found(message) if message is not None else (False, None, problem)
+        parts["reasoning"] = {"status": status, "ok": ok, "field": field, "message": why}
+    return parts
+
+
+def try_recipe(params):
+    """Send the recipe check's chat request; its parts, as ``judge_recipe`` makes them."""
+    payload = recipe_request(params["model"], params.get("tool_check"))
+    answer = _request(params["base_url"].rstrip("/") + "/v1/chat/completions", payload, params.get("api_key"),
+                      params["request_timeout"], params.get("validate_certs", True))
+    return judge_recipe(answer["status"], answer.get("json"), answer["error"], params.get("tool_check"),
+                        params.get("reasoning_check"))
+
+
+def recipe_problem(look):
+    """None when the recipe check passed or was not asked for, else the first failing part's message."""
+    for name, part in sorted((look.get("recipe_check") or {}).items()):
+        if not part.get("ok"):
+            return "%s: %s" % (name, part.get("message"))
+    return None
+
+
+def _refusal(look):
+    for part in (look.get("recipe_check") or {}).values():
+        if part.get("status") == REFUSED_STATUS:
+            return part.get("message")
+    return None
+
+
+def _ask_server(params, state):
+    """(health, completion, recipe_check) of a unit that runs: each only when the one before it worked."""
+    health = completion = recipe_check = None
+    if state["active_state"] in ("active", "activating", "reloading"):
+        health = _request(params["base_url"].rstrip("/") + "/health", None, params.get("api_key"),
+                          min(10, params["request_timeout"]), params.get("validate_certs", True))
+        health.pop("json", None)
+        if health["status"] == 200:
+            completion = try_completion(params)
+        if (completion or {}).get("ok") and (params.get("tool_check") or params.get("reasoning_check")):
+            recipe_check = try_recipe(params)
+    return health, completion, recipe_check
+
+
 def probe(module, params):
     """Everything the wait needs to decide, from one look at the target."""
     now = time.monotonic()
@@ -185,14 +315,7 @@ def probe(module, params):
     if state["invocation_id"]:
         phase = load_phase(journal(module, ["_SYSTEMD_INVOCATION_ID=%s" % state["invocation_id"], "-o", "cat",
                                             "-n", str(PHASE_LINES)]))
-    health = None
-    completion = None
-    if state["active_state"] in ("active", "activating", "reloading"):
-        health = _request(params["base_url"].rstrip("/") + "/health", None, params.get("api_key"),
-                          min(10, params["request_timeout"]), params.get("validate_certs", True))
-        health.pop("json", None)
-        if health["status"] == 200:
-            completion = try_completion(params)
+    health, completion, recipe_check = _ask_server(params, state)
     running_s = None
     if state["main_started_monotonic"] and state["main_pid"]:
         running_s = round(now - state["main_started_monotonic"], 1)
@@ -207,6 +330,7 @@ def probe(module, params):
         "phase": phase,
         "health": health,
         "completion": completion,
+        "recipe_check": recipe_check,
         "running_s": running_s,
         "ready_after_s": ready_after_s,
     }
@@ -217,7 +341,11 @@ def verdict(look, initial_restarts):
     state = look["unit_state"]
     completion = look.get("completion") or {}
     if completion.get("ok"):
-        return "ready", None
+        if recipe_problem(look) is None:
+            return "ready", None
+        # The server is up and answered the chat request with a refusal that no wait mends.
+        if _refusal(look):
+            return "failed", "the server answers completions but refuses the recipe check's chat request: %s" % _refusal(look)
     # Just after `systemctl restart --no-block` the queued job has not run yet, and the unit still
     # shows the state of the run before it.
     if state["job_pending"] and (state["active_state"] in ("failed", "inactive", "deactivating")
@@ -233,6 +361,17 @@ def verdict(look, initial_restarts):
     if state["active_state"] in ("inactive", "deactivating") and not state["job_pending"]:
         return "failed", "the unit is %s and nothing is starting it" % state["active_state"]
     return "waiting", None
+
+
+def _not_ready_detail(look, separator):
+    """Why a server that answers /health is not ready yet: its completion, or then its recipe check."""
+    completion = look.get("completion")
+    if (look.get("health") or {}).get("status") != 200 or not completion:
+        return ""
+    if not completion.get("ok"):
+        return "%scompletion not yet: %s" % (separator, completion.get("error"))
+    problem = recipe_problem(look)
+    return "%srecipe check not passed: %s" % (separator, problem) if problem else ""
 
 
 def _clock(seconds):
@@ -267,6 +406,8 @@ def wait_until_ready(look_once, params, progress, sleep=time.sleep, clock=time.m
         if new_phase:
             phases.append({"phase": phase, "seen_after_s": round(waited, 1)})
         base = dict(waited_s=round(waited, 1), timeout_s=limit, phase=phase, phases=phases, unit_state=state)
+        if look.get("recipe_check"):
+            base["recipe_check"] = look["recipe_check"]
 
         outcome, why = verdict(look, initial_restarts)
         if outcome == "ready":
@@ -279,8 +420,8 @@ def wait_until_ready(look_once, params, progress, sleep=time.sleep, clock=time.m
             return base
         if outcome == "failed" or waited >= limit:
             if outcome != "failed":
-                why = "not ready after %s (limit %d s; scale it with checkpoint_bytes or set timeout)" % (
-                    _clock(waited), limit)
+                why = "not ready after %s (limit %d s; scale it with checkpoint_bytes or set timeout)%s" % (
+                    _clock(waited), limit, _not_ready_detail(look, "; "))
             # Redacted on the target already; again here, where the action plugin's result is not masked.
             tail = redact_text(look.get("journal_tail") or [], [params.get("api_key")])
             base.update(failed=True, ready=False, journal_tail=tail, msg="%s: %s; state %s/%s, last phase: %s. Last journal lines:\n%s" % (
@@ -290,9 +431,7 @@ def wait_until_ready(look_once, params, progress, sleep=time.sleep, clock=time.m
 
         if last_print is None or new_phase or waited - last_print >= params["progress_interval"]:
             last_print = waited
-            detail = ""
-            if (look.get("health") or {}).get("status") == 200 and look.get("completion"):
-                detail = ", completion not yet: %s" % look["completion"].get("error")
+            detail = _not_ready_detail(look, ", ")
             progress("%s: %s elapsed of %s, %s/%s, %s%s" % (
                 unit, _clock(waited), _clock(limit), state["active_state"], state["sub_state"],
                 phase or "starting", detail))

@@ -25,6 +25,9 @@ description:
     O(timeout) passes.
   - Returns the time from the server's start to the first working completion (RV(time_to_ready_s)) and that
     completion's latency (RV(first_completion_latency_s)).
+  - With O(tool_check) or O(reasoning_check) a completion is not enough; the server must also pass the recipe check,
+    a chat completion that proves tool calling is accepted and the reasoning is separated from C(content)
+    (RV(recipe_check)).
 author:
   - gauntlet.vllm contributors (@gauntlet)
 options:
@@ -98,6 +101,32 @@ options:
     description: Journal lines shown when the wait fails.
     type: int
     default: 40
+  tool_check:
+    description:
+      - Also require the server to accept tool calling, for a server started with C(--enable-auto-tool-choice) and a
+        C(--tool-call-parser). Once a completion works, it sends a chat completion offering one tool (C(get_weather),
+        with a C(city) string parameter) with C(tool_choice=auto), C(max_tokens=16) and vLLM's C(ignore_eos), and is
+        ready only when that comes back HTTP 200 with a well-formed assistant message (C(content) a string or null,
+        or C(tool_calls) a list of C({id, type=function, function={name, arguments}})). The model need not call the
+        tool; the endpoint must accept the request.
+      - vLLM answers HTTP 400 without those flags; the wait then fails at once with vLLM's message rather than waiting
+        for O(timeout), since waiting does not change that answer. So does any other HTTP 400 to this request.
+    type: bool
+    default: false
+  reasoning_check:
+    description:
+      - Also require the reasoning to come separated from the answer, for a server started with C(--reasoning-parser).
+        It sends the same chat completion as O(tool_check) (one request when both are on; without the tool when
+        O(tool_check) is off) and is ready only when the message carries a non-empty C(reasoning) (vLLM 0.32 and later)
+        or C(reasoning_content) (older releases), or a tool call, and C(content) holds no raw C(<think>) or
+        C(</think>) markup. The chat template must start the model in thinking mode, as Qwen3's and Kimi-K2's do by
+        default.
+      - Leave it off for a reasoning parser that keeps the thinking in C(content) on purpose, such as vLLM's
+        C(minimax_m2_append_think) (MiniMax-M2's recipe), which never fills the reasoning field.
+      - A message that fails this keeps the wait going (the reason shows in the progress lines and in the failure when
+        O(timeout) passes); an HTTP 400 to the request fails the wait at once.
+    type: bool
+    default: false
 extends_documentation_fragment:
   # First, so its support levels win over the generic fragment's placeholders.
   - gauntlet.vllm.attributes
@@ -128,6 +157,16 @@ EXAMPLES = r"""
     api_key: "{{ vault_vllm_api_key }}"
     checkpoint_bytes: 587000000000
   register: kimi_ready
+
+- name: Wait for MiniMax-M2.5, which must also accept tool calls and separate its reasoning
+  gauntlet.vllm.vllm_wait:
+    unit: vllm-minimax-m25.service
+    model: minimax-m2.5
+    api_key: "{{ vault_vllm_api_key }}"
+    checkpoint_bytes: 230000000000
+    tool_check: true
+    reasoning_check: true
+  register: minimax_ready
 
 - name: Show how long it took
   ansible.builtin.debug:
@@ -171,6 +210,57 @@ completion:
   description: The first working completion (text, token counts, latency).
   returned: success
   type: dict
+recipe_check:
+  description:
+    - The recipe check's last result, one entry for each of O(tool_check) and O(reasoning_check) that is on.
+  returned: when O(tool_check) or O(reasoning_check) is on and a completion worked
+  type: dict
+  contains:
+    tool_choice:
+      description: Whether the chat completion with C(tool_choice=auto) was accepted.
+      returned: when O(tool_check) is on
+      type: dict
+      sample: {"status": 400, "ok": false, "message": "HTTP 400: \"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"}
+      contains:
+        status:
+          description: HTTP status of the chat completion; null when no answer came.
+          returned: always
+          type: int
+          sample: 200
+        ok:
+          description: Whether the answer was HTTP 200 with a well-formed assistant message.
+          returned: always
+          type: bool
+        message:
+          description: What was wrong (vLLM's own message for a refusal), or how the request was answered.
+          returned: always
+          type: str
+          sample: accepted, answered with content
+    reasoning:
+      description: Whether the answer carried its reasoning separated from C(content).
+      returned: when O(reasoning_check) is on
+      type: dict
+      sample: {"status": 200, "ok": true, "field": "reasoning", "message": "reasoning in reasoning"}
+      contains:
+        status:
+          description: HTTP status of the chat completion; null when no answer came.
+          returned: always
+          type: int
+          sample: 200
+        ok:
+          description: Whether the message held a non-empty reasoning (or a tool call) and no raw C(<think>) markup in C(content).
+          returned: always
+          type: bool
+        field:
+          description: The field the reasoning was found in (C(reasoning), C(reasoning_content), or C(tool_calls) for a tool call); null when none.
+          returned: always
+          type: str
+          sample: reasoning
+        message:
+          description: What was wrong, or where the reasoning was.
+          returned: always
+          type: str
+          sample: "no reasoning separated: reasoning and reasoning_content empty or null; content: 'Okay, the user'"
 unit_state:
   description: The unit's last state (ActiveState, SubState, Result, NRestarts, MainPID).
   returned: always
