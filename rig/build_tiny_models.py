@@ -37,48 +37,10 @@ MAX_SHARD_SIZE = "300KB"
 # ChatML with tool calling in the shape Qwen3's parsers expect (written for the rig, not copied):
 # the tools' JSON signatures in the system turn, calls as <tool_call> JSON, tool results as
 # <tool_response> blocks in a user turn, and enable_thinking=false closing an empty <think> block
-# in the generation prompt. All output text sits in {{ }} so the layout here adds no whitespace.
-CHAT_TEMPLATE = r"""
-{%- set ns = namespace(system='', first=0) -%}
-{%- if messages and messages[0]['role'] == 'system' -%}
-  {%- set ns.system = messages[0]['content'] if messages[0]['content'] is string else '' -%}
-  {%- set ns.first = 1 -%}
-{%- endif -%}
-{%- if tools -%}
-  {{- '<|im_start|>system\n' -}}
-  {%- if ns.system -%}{{- ns.system + '\n\n' -}}{%- endif -%}
-  {{- '# Tools\n\nThese functions are available; their signatures, one JSON object per line, are inside <tools></tools>:\n<tools>' -}}
-  {%- for tool in tools -%}{{- '\n' + (tool | tojson) -}}{%- endfor -%}
-  {{- '\n</tools>\n\nTo call a function, answer with a JSON object giving its name and arguments between <tool_call></tool_call> tags:\n' -}}
-  {{- '<tool_call>\n{"name": <function-name>, "arguments": <arguments-json-object>}\n</tool_call><|im_end|>\n' -}}
-{%- elif ns.first -%}
-  {{- '<|im_start|>system\n' + ns.system + '<|im_end|>\n' -}}
-{%- endif -%}
-{%- for message in messages[ns.first:] -%}
-  {%- set content = message['content'] if message['content'] is string else '' -%}
-  {%- if message['role'] == 'tool' -%}
-    {%- if loop.first or loop.previtem['role'] != 'tool' -%}{{- '<|im_start|>user' -}}{%- endif -%}
-    {{- '\n<tool_response>\n' + content + '\n</tool_response>' -}}
-    {%- if loop.last or loop.nextitem['role'] != 'tool' -%}{{- '<|im_end|>\n' -}}{%- endif -%}
-  {%- elif message['role'] == 'assistant' -%}
-    {{- '<|im_start|>assistant\n' + content -}}
-    {%- for call in (message['tool_calls'] or []) -%}
-      {%- set fn = call['function'] if call['function'] is defined else call -%}
-      {%- set args = fn['arguments'] if fn['arguments'] is defined else {} -%}
-      {%- if content or not loop.first -%}{{- '\n' -}}{%- endif -%}
-      {{- '<tool_call>\n{"name": ' + (fn['name'] | tojson) + ', "arguments": ' -}}
-      {{- (args if args is string else (args | tojson)) + '}\n</tool_call>' -}}
-    {%- endfor -%}
-    {{- '<|im_end|>\n' -}}
-  {%- else -%}
-    {{- '<|im_start|>' + message['role'] + '\n' + content + '<|im_end|>\n' -}}
-  {%- endif -%}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-  {{- '<|im_start|>assistant\n' -}}
-  {%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\n\n</think>\n\n' -}}{%- endif -%}
-{%- endif -%}
-"""
+# in the generation prompt. All output text sits in {{ }} so the layout adds no whitespace. The
+# collection ships the same file for any model of this shape (vllm_service_chat_template: chatml-tools.jinja).
+CHAT_TEMPLATE = "\n" + (Path(__file__).resolve().parent.parent / "roles" / "vllm_service" / "files" / "chat_templates"
+                         / "chatml-tools.jinja").read_text()
 
 # Shared shape: head_dim 32 is supported by vLLM's CPU attention backend.
 COMMON = dict(

@@ -180,7 +180,7 @@ else
 fi
 
 step "tiny models"
-want=$(hash_of "$GAUNTLET_ROOT/rig/build_tiny_models.py" "$builder/.gauntlet-stamp")
+want=$(hash_of "$GAUNTLET_ROOT/rig/build_tiny_models.py" "$GAUNTLET_ROOT/roles/vllm_service/files/chat_templates/chatml-tools.jinja" "$builder/.gauntlet-stamp")
 if ! stamp_ok "$GAUNTLET_MODELS/.gauntlet-stamp" "$want"; then
   rm -rf "$GAUNTLET_MODELS.new"
   "$builder/bin/python" "$GAUNTLET_ROOT/rig/build_tiny_models.py" "$GAUNTLET_MODELS.new" 2>/dev/null

@@ -34,6 +34,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import (
     check_calibration,
     estimate_plan,
 )
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_recipes import RecipeError, resolve_serving
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_rules import (
     check_plan,
     moe_parallel,
@@ -604,16 +605,46 @@ def measured_allreduce(probe):
     return (lambda world, size: measured_us(probe, world, size)) if probe else None
 
 
+def serving_for(params, model):
+    """The serving recipe for ``model`` and the settings that result (vllm_recipes.resolve_serving over the options
+    ``recipe``, ``recipes`` and ``serving``); PlanFailed names the recipe or field that is wrong."""
+    try:
+        return resolve_serving(model, params["vllm_version"], params.get("serving") or {}, params.get("recipe") or "auto",
+                               params.get("recipes") or ())
+    except RecipeError as exc:
+        raise PlanFailed(str(exc))
+
+
+def with_serving(params, serving):
+    """``params`` with what the serving settings change in the plan: the KV cache dtype and memory share where the
+    options leave them unset, and the batch limits of a given workload (checked like the options)."""
+    settled = dict(params)
+    if settled.get("kv_cache_dtype") is None and serving.get("kv_cache_dtype") not in (None, "", "auto"):
+        settled["kv_cache_dtype"] = check_kv_cache_dtype(serving["kv_cache_dtype"])
+    if settled.get("gpu_memory_utilization") is None and serving.get("gpu_memory_utilization"):
+        settled["gpu_memory_utilization"] = check_gpu_memory_utilization(serving["gpu_memory_utilization"])
+    if settled.get("workload"):
+        workload = dict(settled["workload"])
+        for limit in ("max_num_seqs", "max_num_batched_tokens"):
+            if workload.get(limit) is None and serving.get(limit):
+                workload[limit] = serving[limit]
+        settled["workload"] = workload
+    return settled
+
+
 def plan_from_params(params, gpus, memory, name, link, measured, load_model):
-    """Check every input, read the model with ``load_model`` (hub.load_any_model_config's signature) and plan it:
-    ``(model, model_source, result)``. Bad numbers are refused before anything is read or fetched; PlanFailed
-    carries the message of the PlanError or ModelConfigError that stopped it."""
+    """Check every input, read the model with ``load_model`` (hub.load_any_model_config's signature), resolve its
+    serving recipe and plan it: ``(model, model_source, serving, result)``. Bad numbers are refused before anything
+    is read or fetched; PlanFailed carries the message of the PlanError, ModelConfigError or RecipeError that
+    stopped it."""
     try:
         check_inputs(gpus, memory, params["vllm_version"], params["gpu_memory_utilization"], params["max_model_len"],
                      params["kv_cache_dtype"], link, params["plan"])
         check_perf_inputs(params["objective"], params["workload"], params["ttft_p99_ms"], params["min_user_tokens_per_s"],
                           params["calibration"], params["device_spec"])
         model, model_source = load_model(params["model"], params["revision"], params["hf_endpoint"], params["hf_token"])
+        serving = serving_for(params, model)
+        params = with_serving(params, serving["serving"])
         result = plan_model(model, gpus, memory, params["vllm_version"],
                             gpu_memory_utilization=params["gpu_memory_utilization"],
                             max_model_len=params["max_model_len"], kv_cache_dtype=params["kv_cache_dtype"],
@@ -623,13 +654,15 @@ def plan_from_params(params, gpus, memory, name, link, measured, load_model):
                             device_spec=params["device_spec"], enforce_eager=params["enforce_eager"])
     except (ModelConfigError, PlanError) as exc:
         raise PlanFailed(str(exc))
-    return model, model_source, result
+    return model, model_source, serving, result
 
 
-def plan_output(model, model_source, result):
-    """The module's result from plan_model's: its warnings (taken out of ``result``) become the task's warnings."""
+def plan_output(model, model_source, serving, result):
+    """The module's result from plan_model's: its warnings (taken out of ``result``) become the task's warnings;
+    the recipe that applied and the serving settings go beside the plans."""
     warnings = result.pop("warnings")
-    output = dict(changed=False, model=model, model_source=model_source, **result)
+    output = dict(changed=False, model=model, model_source=model_source, recipe=serving["recipe"],
+                  serving=serving["serving"], serving_origin=serving["origin"], **result)
     if warnings:
         # Returned as the result's warnings, Ansible shows them as task warnings.
         output["warnings"] = warnings
@@ -659,8 +692,8 @@ def run(params, load_model):
     the configured plan is not usable)."""
     gpus, memory, name, link = gpu_inputs(params)
     measured = measured_allreduce(params["allreduce_probe"])
-    model, model_source, result = plan_from_params(params, gpus, memory, name, link, measured, load_model)
-    output = plan_output(model, model_source, result)
+    model, model_source, serving, result = plan_from_params(params, gpus, memory, name, link, measured, load_model)
+    output = plan_output(model, model_source, serving, result)
     select_and_judge(output, params, model, result, name, link, measured)
     message = failure_message(params, output)
     if message:

@@ -214,6 +214,35 @@ options:
     type: list
     elements: str
     default: []
+  recipe:
+    description:
+      - The serving recipe (the flags the model's clients need - tool-call and reasoning parsers, auto tool choice,
+        chat template, speculative decoding, ...; the collection's recipes are data in C(plugins/module_utils/vllm_recipes.py),
+        listed in C(docs/recipes.md)).
+      - V(auto) takes the first of O(recipes), then of the collection's, whose C(match) fits the model and whose C(vllm) range
+        holds O(vllm_version); V(none) takes none; any other value names a recipe (an unknown name, or a named recipe whose
+        range excludes O(vllm_version), fails the task).
+    type: str
+    default: auto
+  recipes:
+    description:
+      - Recipes of your own, tried before the collection's. Each has C(name), C(match) (C(architectures), optionally
+        C(model_types) and C(config), equalities on RV(model)'s keys), C(fields) (see O(serving)) and optionally C(title),
+        C(vllm) (C({min, max})), C(sources), C(notes). A bad recipe fails the task naming it and the field.
+    type: list
+    elements: dict
+    default: []
+  serving:
+    description:
+      - Serving settings given explicitly (a catalogue entry's), each overriding the recipe's - C(tool_call_parser),
+        C(reasoning_parser), C(enable_auto_tool_choice), C(chat_template), C(speculative), C(mm_encoder_tp_mode),
+        C(all2all_backend), C(kv_cache_dtype), C(max_num_seqs), C(max_num_batched_tokens), C(gpu_memory_utilization),
+        C(env). C("") / C(false) / C({}) turn a recipe's field off.
+      - The plan is sized with the resulting C(kv_cache_dtype) and C(gpu_memory_utilization) where O(kv_cache_dtype) and
+        O(gpu_memory_utilization) are not given, and the O(workload)'s batch limits with C(max_num_seqs) and
+        C(max_num_batched_tokens).
+    type: dict
+    default: {}
 extends_documentation_fragment:
   # First, so its support levels win over the generic fragment's placeholders.
   - gauntlet.vllm.attributes
@@ -453,6 +482,46 @@ selected:
   description: The evaluation of O(plan), when given.
   returned: when O(plan) is given
   type: dict
+recipe:
+  description: The serving recipe that applied (O(recipe)), or why none did.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: The recipe's name; null when none applied.
+      type: str
+      sample: kimi-k2.5
+    applied:
+      description: Whether a recipe applied.
+      type: bool
+    reason:
+      description: Why this recipe (or none) - the architecture it matched, the release range it holds for, what was skipped.
+      type: str
+    sources:
+      description: Where its flags come from (vLLM's recipes, the vendor's deploy guide).
+      type: list
+      elements: str
+    vllm:
+      description: The vLLM releases it holds for, C({min, max}).
+      type: dict
+    title:
+      description: The model family it is for.
+      type: str
+    notes:
+      description: Why each field, and what was left out.
+      type: str
+serving:
+  description:
+    - The serving settings that result, every recipe field (null when neither the recipe nor O(serving) sets it).
+  returned: always
+  type: dict
+  sample: {tool_call_parser: kimi_k2, reasoning_parser: kimi_k2, enable_auto_tool_choice: true, mm_encoder_tp_mode: data,
+           chat_template: null, speculative: null, all2all_backend: null, kv_cache_dtype: null, max_num_seqs: null,
+           max_num_batched_tokens: null, gpu_memory_utilization: null, env: {}}
+serving_origin:
+  description: For each field set in RV(serving), where it came from - C(recipe) or C(entry) (O(serving)).
+  returned: always
+  type: dict
 verdict:
   description:
     - Which plan a deployment gets (RV(selected) when O(plan) is given, else RV(recommended)) and whether it can
@@ -554,6 +623,9 @@ ARGUMENT_SPEC = dict(
     device_spec=dict(type="dict"),
     enforce_eager=dict(type="bool", default=False),
     visible_devices=dict(type="list", elements="str", default=[]),
+    recipe=dict(type="str", default="auto"),
+    recipes=dict(type="list", elements="dict", default=[]),
+    serving=dict(type="dict", default={}),
 )
 
 

@@ -98,7 +98,7 @@ def test_a_misspelt_catalogue_entry_is_named_field_by_field(hub, tmp_path):
     entry = {"repo_id": "moonshotai/Kimi-K2.5", "max_model_length": 65536}
     result = play(hub, tmp_path, "deploy_kimi_int4.yml", "-e", json.dumps({"vllm_deploy_models": {"kimi-k25-int4": entry}}))
     assert result.returncode != 0
-    assert "vllm_deploy_models.kimi-k25-int4.max_model_length. Supported parameters include: allow_patterns, " in result.stdout
+    assert "vllm_deploy_models.kimi-k25-int4.max_model_length. Supported parameters include: all2all_backend, allow_patterns, " in result.stdout
     assert "unreachable=0" in result.stdout
     # ... and a plan that is neither auto nor a dict is named with what it got.
     entry = {"repo_id": "moonshotai/Kimi-K2.5", "plan": "tp8"}
@@ -125,3 +125,74 @@ def test_bad_gauntlet_candidates_are_named_by_index(hub, tmp_path):
     assert result.returncode != 0
     assert ("vllm_gauntlet_candidates[1] (minimax tp4): the name must be letters, digits, . _ - and the model a key of "
             "vllm_deploy_models (got 'kimi-k2'; known: kimi-k25-int4, kimi-k25-nvfp4, minimax-m25).") in result.stdout
+
+
+# The command line each reference playbook would run, as --check prints it at planning time (the host is never
+# contacted). The serving flags are those of the model's recipe, as its sources publish them:
+# Kimi-K2.5: https://docs.vllm.ai/projects/recipes/en/latest/moonshotai/Kimi-K2.5.html
+#   (vllm serve moonshotai/Kimi-K2.5 -tp 8 --mm-encoder-tp-mode data --tool-call-parser kimi_k2
+#    --reasoning-parser kimi_k2 --enable-auto-tool-choice --trust-remote-code)
+# MiniMax-M2.5: https://huggingface.co/MiniMaxAI/MiniMax-M2.5/blob/main/docs/vllm_deploy_guide.md
+#   (vllm serve MiniMaxAI/MiniMax-M2.5 --tensor-parallel-size 8 --enable-expert-parallel --tool-call-parser minimax_m2
+#    --reasoning-parser minimax_m2_append_think --enable-auto-tool-choice --trust-remote-code)
+KIMI_RECIPE = ["--tool-call-parser", "kimi_k2", "--enable-auto-tool-choice", "--reasoning-parser", "kimi_k2",
+               "--mm-encoder-tp-mode", "data"]
+MINIMAX_RECIPE = ["--tool-call-parser", "minimax_m2", "--enable-auto-tool-choice", "--reasoning-parser", "minimax_m2_append_think"]
+SERVE = ["/opt/vllm/venv/bin/vllm", "serve"]
+
+
+def command_line(output):
+    """The argv the plan step printed ("vllm-<name>.service would run: ... (recipe: ...)")."""
+    found = re.findall(r'would run: (.*?) \(recipe: ([^;]*);', output)
+    assert len(found) == 1, output[-3000:]
+    return found[0][0].split(" "), found[0][1]
+
+
+@pytest.mark.parametrize("playbook, recipe, argv", [
+    ("deploy_kimi_int4.yml", "kimi-k2.5",
+     SERVE + ["/opt/models/moonshotai--Kimi-K2.5", "--served-model-name", "kimi-k2.5", "--host", "127.0.0.1", "--port", "8000",
+              "--tensor-parallel-size", "8", "--max-model-len", "65536", "--trust-remote-code"] + KIMI_RECIPE),
+    ("deploy_kimi_nvfp4.yml", "kimi-k2.5",
+     SERVE + ["/opt/models/nvidia--Kimi-K2.5-NVFP4", "--served-model-name", "kimi-k2.5-nvfp4", "--host", "127.0.0.1", "--port",
+              "8000", "--tensor-parallel-size", "8", "--max-model-len", "65536", "--trust-remote-code"] + KIMI_RECIPE),
+    ("deploy_minimax_m25.yml", "minimax-m2",
+     SERVE + ["/opt/models/MiniMaxAI--MiniMax-M2.5", "--served-model-name", "minimax-m2.5", "--host", "127.0.0.1", "--port", "8000",
+              "--tensor-parallel-size", "8", "--enable-expert-parallel", "--trust-remote-code"] + MINIMAX_RECIPE),
+])
+def test_check_prints_the_full_command_line_with_the_models_recipe(hub, tmp_path, playbook, recipe, argv):
+    result = play(hub, tmp_path, playbook, "--tags", "plan")
+    assert result.returncode == 0, result.stdout[-4000:]
+    printed, applied = command_line(result.stdout)
+    assert applied == recipe
+    assert printed == argv
+    assert re.search(r"gpu-box-01 +: ok=\d+ +changed=0 +unreachable=0 +failed=0", result.stdout)
+
+
+def test_an_entry_overrides_its_recipe_field_by_field_and_can_turn_it_off(hub, tmp_path):
+    # MiniMax with a separate reasoning field instead of the <think> block in content ...
+    entry = {"repo_id": "MiniMaxAI/MiniMax-M2.5", "service_name": "minimax-m25", "plan": {"tp": 8, "ep": True},
+             "trust_remote_code": True, "reasoning_parser": "minimax_m2", "max_num_seqs": 256}
+    result = play(hub, tmp_path, "deploy_minimax_m25.yml", "--tags", "plan",
+                  "-e", json.dumps({"vllm_deploy_models": {"minimax-m25": entry}}))
+    assert result.returncode == 0, result.stdout[-4000:]
+    printed, applied = command_line(result.stdout)
+    assert applied == "minimax-m2"
+    assert printed[printed.index("--reasoning-parser") + 1] == "minimax_m2"
+    assert printed[printed.index("--max-num-seqs") + 1] == "256"
+    assert printed[printed.index("--tool-call-parser") + 1] == "minimax_m2"
+    # ... and without any recipe.
+    entry = dict(entry, recipe="none")
+    del entry["reasoning_parser"]
+    result = play(hub, tmp_path, "deploy_minimax_m25.yml", "--tags", "plan",
+                  "-e", json.dumps({"vllm_deploy_models": {"minimax-m25": entry}}))
+    assert result.returncode == 0, result.stdout[-4000:]
+    printed, applied = command_line(result.stdout)
+    assert applied == "none"
+    assert not [word for word in printed if word in ("--tool-call-parser", "--reasoning-parser", "--enable-auto-tool-choice")]
+
+
+def test_a_bad_recipe_field_is_refused_before_the_host_is_touched(hub, tmp_path):
+    entry = {"repo_id": "moonshotai/Kimi-K2.5", "plan": {"tp": 8}, "speculative": {"method": "mtp"}}
+    result = play(hub, tmp_path, "deploy_kimi_int4.yml", "--tags", "plan", "-e", json.dumps({"vllm_deploy_models": {"kimi-k25-int4": entry}}))
+    assert result.returncode != 0
+    assert "num_speculative_tokens" in result.stdout and "unreachable=0" in result.stdout

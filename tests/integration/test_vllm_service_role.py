@@ -42,6 +42,10 @@ CASES = {
     "secret_env": {"vllm_service_api_key": API_KEY, "vllm_service_hf_token": "hf_" + "x" * 34,
                    "vllm_service_secret_env": {"GAUNTLET_DB_CONN": SECRET}},
     "deprecated_secret_environment": {"vllm_service_secret_environment": {"GAUNTLET_OLD": OLD_SECRET}},
+    "recipe_flags": {"vllm_service_tool_call_parser": "hermes", "vllm_service_enable_auto_tool_choice": True,
+                     "vllm_service_reasoning_parser": "qwen3", "vllm_service_max_num_seqs": 64,
+                     "vllm_service_speculative_config": {"method": "mtp", "num_speculative_tokens": 1}},
+    "tool_parser_without_auto_choice": {"vllm_service_tool_call_parser": "hermes"},
     "root_user": {"vllm_service_user": "root", "vllm_service_read_write_paths": ["-/srv/vllm-scratch"],
                   "vllm_service_environment": {"TRITON_CACHE_DIR": "/scratch/triton"}},
 }
@@ -54,6 +58,11 @@ CASE_TASKS = """
           ansible.builtin.include_role:
             name: gauntlet.vllm.vllm_service
             tasks_from: preflight.yml
+            public: true
+        - name: Build the command line (vllm_args_check builds only, the venv here is a stub)
+          ansible.builtin.include_role:
+            name: gauntlet.vllm.vllm_service
+            tasks_from: args.yml
             public: true
         - name: Render the unit
           ansible.builtin.template:
@@ -97,7 +106,7 @@ def played(tmp_path_factory):
     _stub(str(venv / "vllm"))
     _stub(str(venv / "python"))
     header = {"vllm_service_name": "tiny", "vllm_service_model": str(model), "vllm_service_venv": str(venv.parent),
-              "vllm_service_port": 8000}
+              "vllm_service_port": 8000, "vllm_service_args_check": False}
     playbook = "- hosts: localhost\n  connection: local\n  gather_facts: false\n  vars: %s\n  tasks:\n" % json.dumps(header)
     for name, variables in CASES.items():
         playbook += CASE_TASKS.format(name=name, variables=json.dumps(variables), templates=TEMPLATES, out=out)
@@ -216,3 +225,28 @@ def test_systemd_accepts_the_unit(played, case):
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Unknown key" not in result.stderr and "Failed to parse" not in result.stderr, result.stderr
+
+
+def test_recipe_flags_reach_the_command_line_as_structured_flags(played):
+    outcomes, out, _ = played
+    args = outcomes["recipe_flags"]["args"]
+    assert args[args.index("--tool-call-parser") + 1] == "hermes"
+    assert args[args.index("--reasoning-parser") + 1] == "qwen3"
+    assert args[args.index("--max-num-seqs") + 1] == "64"
+    assert "--enable-auto-tool-choice" in args
+    assert json.loads(args[args.index("--speculative-config") + 1]) == {"method": "mtp", "num_speculative_tokens": 1}
+    # The extra args stay last: a recipe flag never goes through them.
+    assert args[-1] == "--enforce-eager" or "--enforce-eager" not in args
+
+
+def test_readiness_checks_what_the_recipe_promises(played):
+    outcomes, out, _ = played
+    unit = (out / "recipe_flags.service").read_text()
+    probe = [line for line in unit.splitlines() if "--main-pid" in line][0]
+    assert '"--tool-check"' in probe and '"--reasoning-check"' in probe
+    # A tool parser without auto tool choice accepts no tool_choice auto: nothing to check.
+    unit = (out / "tool_parser_without_auto_choice.service").read_text()
+    probe = [line for line in unit.splitlines() if "--main-pid" in line][0]
+    assert "--tool-check" not in probe and "--reasoning-check" not in probe
+    unit = (out / "loopback_default.service").read_text()
+    assert "--tool-check" not in unit and "--reasoning-check" not in unit

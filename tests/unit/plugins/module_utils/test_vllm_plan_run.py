@@ -55,7 +55,7 @@ def test_the_result_keys_and_their_order():
     loader = Loader()
     output = run(params(vllm_version="0.34.0", plan={"tp": 8, "pp": 1, "dp": 1, "ep": True}), loader)
     planned = plan_model(load_model_config(MINIMAX), 8, 89.4, "0.34.0", max_model_len=32768)
-    expected = ["changed", "model", "model_source"] + [key for key in planned if key != "warnings"]
+    expected = ["changed", "model", "model_source", "recipe", "serving", "serving_origin"] + [key for key in planned if key != "warnings"]
     assert list(output) == expected + ["warnings", "selected", "verdict"]
     assert output["changed"] is False and output["warnings"] == [output["version_warning"]]
     assert output["verdict"]["usable"] and output["verdict"]["plan_name"] == output["selected"]["name"] == "TP8-EP"
@@ -138,3 +138,48 @@ def test_plan_failed_is_a_plan_error():
 ])
 def test_gpu_inputs_from_the_options_over_gpu_facts(given, facts, expected):
     assert gpus_from_facts(params(gpu_facts=facts, **given)) == expected
+
+
+# The serving recipe: resolved from the model read for the plan, reported beside it, and feeding what changes
+# the plan (KV cache dtype, memory share, batch limits) where the options leave it unset.
+
+def test_the_models_recipe_is_reported_with_the_serving_settings():
+    output = run(params(vllm_version="0.28.0"), Loader())
+    assert output["recipe"]["name"] == "minimax-m2" and output["recipe"]["applied"]
+    assert output["serving"]["tool_call_parser"] == "minimax_m2"
+    assert output["serving"]["enable_auto_tool_choice"] is True
+    assert output["serving_origin"]["tool_call_parser"] == "recipe"
+
+
+def test_the_entrys_fields_override_the_recipe_and_none_turns_it_off():
+    output = run(params(vllm_version="0.28.0", serving={"reasoning_parser": "minimax_m2"}), Loader())
+    assert output["serving"]["reasoning_parser"] == "minimax_m2" and output["serving_origin"]["reasoning_parser"] == "entry"
+    output = run(params(vllm_version="0.28.0", recipe="none"), Loader())
+    assert not output["recipe"]["applied"] and output["serving"]["tool_call_parser"] is None
+
+
+def test_a_bad_recipe_or_field_fails_naming_it():
+    with pytest.raises(PlanFailed, match="unknown recipe 'minimax-m3'"):
+        run(params(vllm_version="0.28.0", recipe="minimax-m3"), Loader())
+    with pytest.raises(PlanFailed, match="max_num_seqs"):
+        run(params(vllm_version="0.28.0", serving={"max_num_seqs": "many"}), Loader())
+    with pytest.raises(PlanFailed, match=r"recipes\[0\]"):
+        run(params(vllm_version="0.28.0", recipes=[{"name": "mine", "match": {}, "fields": {}}]), Loader())
+
+
+def test_the_recipes_kv_cache_dtype_and_batch_limit_size_the_plan():
+    mine = {"name": "fp8-kv", "match": {"architectures": ["MiniMaxM2ForCausalLM"]},
+            "fields": {"kv_cache_dtype": "fp8", "max_num_seqs": 32}}
+    plan = {"tp": 8, "pp": 1, "dp": 1, "ep": True}
+    plain = run(params(vllm_version="0.28.0", plan=plan, workload={"input_len": 1024, "output_len": 1024, "concurrency": [1, 64],
+                                                       "max_num_seqs": None, "max_num_batched_tokens": None}), Loader())
+    fp8 = run(params(vllm_version="0.28.0", plan=plan, recipes=[mine],
+                     workload={"input_len": 1024, "output_len": 1024, "concurrency": [1, 64],
+                               "max_num_seqs": None, "max_num_batched_tokens": None}), Loader())
+    assert fp8["recipe"]["name"] == "fp8-kv"
+    assert plain["inputs"]["kv_cache_dtype"] != "fp8" and fp8["inputs"]["kv_cache_dtype"] == "fp8"
+    assert fp8["selected"]["kv_cache_tokens"] > plain["selected"]["kv_cache_tokens"]
+    assert fp8["inputs"]["workload"]["max_num_seqs"] == 32 and plain["inputs"]["workload"].get("max_num_seqs") != 32
+    # An option given explicitly wins over the recipe's.
+    explicit = run(params(vllm_version="0.28.0", recipes=[mine], kv_cache_dtype="auto"), Loader())
+    assert explicit["inputs"]["kv_cache_dtype"] != "fp8"

@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The ``vllm serve`` command line a unit will run, built on the controller by the same function the
+gauntlet.vllm.vllm_args_check module uses on the host (module_utils/vllm_args.build_serve_args).
+
+Its documentation is in vllm_serve_argv.yml next to this file.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_args import build_serve_args
+
+
+def vllm_serve_argv(settings, venv="/opt/vllm/venv"):
+    if not isinstance(settings, dict) or not settings.get("model"):
+        raise AnsibleFilterError("vllm_serve_argv takes a dict of serving settings with a model, got %r" % (settings,))
+    # The unit's environment is not part of its command line; a caller may hand over the same settings dict.
+    return [venv.rstrip("/") + "/bin/vllm", "serve"] + build_serve_args(dict((key, value) for key, value in settings.items()
+                                                                             if key != "environment"))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"vllm_serve_argv": vllm_serve_argv}
