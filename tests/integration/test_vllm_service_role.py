@@ -228,7 +228,7 @@ def test_systemd_accepts_the_unit(played, case):
 
 
 def test_recipe_flags_reach_the_command_line_as_structured_flags(played):
-    outcomes, out, _ = played
+    outcomes = played[0]
     args = outcomes["recipe_flags"]["args"]
     assert args[args.index("--tool-call-parser") + 1] == "hermes"
     assert args[args.index("--reasoning-parser") + 1] == "qwen3"
@@ -240,7 +240,7 @@ def test_recipe_flags_reach_the_command_line_as_structured_flags(played):
 
 
 def test_readiness_checks_what_the_recipe_promises(played):
-    outcomes, out, _ = played
+    out = played[1]
     unit = (out / "recipe_flags.service").read_text()
     probe = [line for line in unit.splitlines() if "--main-pid" in line][0]
     assert '"--tool-check"' in probe and '"--reasoning-check"' in probe

@@ -171,8 +171,9 @@ def test_the_recipes_kv_cache_dtype_and_batch_limit_size_the_plan():
     mine = {"name": "fp8-kv", "match": {"architectures": ["MiniMaxM2ForCausalLM"]},
             "fields": {"kv_cache_dtype": "fp8", "max_num_seqs": 32}}
     plan = {"tp": 8, "pp": 1, "dp": 1, "ep": True}
-    plain = run(params(vllm_version="0.28.0", plan=plan, workload={"input_len": 1024, "output_len": 1024, "concurrency": [1, 64],
-                                                       "max_num_seqs": None, "max_num_batched_tokens": None}), Loader())
+    plain = run(params(vllm_version="0.28.0", plan=plan,
+                       workload={"input_len": 1024, "output_len": 1024, "concurrency": [1, 64],
+                                 "max_num_seqs": None, "max_num_batched_tokens": None}), Loader())
     fp8 = run(params(vllm_version="0.28.0", plan=plan, recipes=[mine],
                      workload={"input_len": 1024, "output_len": 1024, "concurrency": [1, 64],
                                "max_num_seqs": None, "max_num_batched_tokens": None}), Loader())
