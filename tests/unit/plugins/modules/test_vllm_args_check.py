@@ -61,7 +61,7 @@ ARGS = ["/srv/models/tiny", "--port", "8000", "--max-num-seqs", "8", "--tool-cal
 def test_accepted_command_line(run_module, checker, venv):
     result, failed = run_module(vllm_args_check.main, _args(venv))
     assert not failed
-    assert result == {"changed": False, "args": ARGS, "argv": [venv + "/bin/vllm", "serve"] + ARGS, "checked": True,
+    assert result == {"changed": False, "args": ARGS, "argv": [venv + "/bin/vllm", "serve"] + ARGS, "checked": True, "cached": False,
                       "vllm_version": "0.32.0", "non_default": ACCEPTED["non_default"], "elapsed_s": 6.6,
                       "message": "vllm serve accepts this command line"}
     (argv, data), = checker.calls
@@ -126,4 +126,4 @@ def test_bad_setting_fails_naming_it(run_module, checker, venv):
 
 def test_options_match_the_builder_settings():
     from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_args import SETTINGS
-    assert set(SETTINGS) | {"venv", "check", "timeout"} == set(vllm_args_check.ARGUMENT_SPEC)
+    assert set(SETTINGS) | {"venv", "check", "timeout", "record"} == set(vllm_args_check.ARGUMENT_SPEC)
