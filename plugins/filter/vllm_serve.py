@@ -12,6 +12,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import re
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_args import build_serve_args
@@ -25,6 +28,22 @@ def vllm_serve_argv(settings, venv="/opt/vllm/venv"):
                                                                              if key != "environment"))
 
 
+# Chat templates the collection ships (roles/vllm_service/files/chat_templates/) and where vllm_service puts them
+# on the host. One rule for both the role that copies them and the plan that shows the command line.
+SHIPPED_TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                 "roles", "vllm_service", "files", "chat_templates")
+HOST_TEMPLATES = "/etc/vllm/chat-templates"
+TEMPLATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def vllm_chat_template(name):
+    """{shipped, path}: a bare file name shipped with the collection lands under HOST_TEMPLATES; anything else (a host
+    path, a template name vLLM knows, empty) is passed to vLLM as given."""
+    name = "" if name is None else str(name)
+    shipped = bool(TEMPLATE_NAME.match(name)) and os.path.isfile(os.path.join(SHIPPED_TEMPLATES, name))
+    return {"shipped": shipped, "path": HOST_TEMPLATES + "/" + name if shipped else name}
+
+
 class FilterModule(object):
     def filters(self):
-        return {"vllm_serve_argv": vllm_serve_argv}
+        return {"vllm_serve_argv": vllm_serve_argv, "vllm_chat_template": vllm_chat_template}

@@ -171,7 +171,8 @@ def test_check_prints_the_full_command_line_with_the_models_recipe(hub, tmp_path
 def test_an_entry_overrides_its_recipe_field_by_field_and_can_turn_it_off(hub, tmp_path):
     # MiniMax with a separate reasoning field instead of the <think> block in content ...
     entry = {"repo_id": "MiniMaxAI/MiniMax-M2.5", "service_name": "minimax-m25", "plan": {"tp": 8, "ep": True},
-             "trust_remote_code": True, "reasoning_parser": "minimax_m2", "max_num_seqs": 256}
+             "trust_remote_code": True, "reasoning_parser": "minimax_m2", "max_num_seqs": 256,
+             "chat_template": "chatml-tools.jinja"}
     result = play(hub, tmp_path, "deploy_minimax_m25.yml", "--tags", "plan",
                   "-e", json.dumps({"vllm_deploy_models": {"minimax-m25": entry}}))
     assert result.returncode == 0, result.stdout[-4000:]
@@ -179,6 +180,8 @@ def test_an_entry_overrides_its_recipe_field_by_field_and_can_turn_it_off(hub, t
     assert applied == "minimax-m2"
     assert printed[printed.index("--reasoning-parser") + 1] == "minimax_m2"
     assert printed[printed.index("--max-num-seqs") + 1] == "256"
+    # A chat template the collection ships is shown where vllm_service copies it.
+    assert printed[printed.index("--chat-template") + 1] == "/etc/vllm/chat-templates/chatml-tools.jinja"
     assert printed[printed.index("--tool-call-parser") + 1] == "minimax_m2"
     # ... and without any recipe.
     entry = dict(entry, recipe="none")
