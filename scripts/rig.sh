@@ -5,6 +5,7 @@
 #
 #   1. host packages (podman, runc, mmdebstrap, systemd's tools)
 #   2. podman host settings (runc, ulimits the sandbox allows)
+#   2b. promtool, unpacked from Debian's prometheus package (rules tests, config checks)
 #   3. controller venv: ansible-core, ansible-lint, molecule (+podman driver), pytest
 #   4. collections: containers.podman, community.general, ansible.posix from the `ansible` wheel
 #   5. this checkout linked as gauntlet.vllm into a collections path
@@ -56,6 +57,22 @@ if [[ "$(cat "$conf" 2>/dev/null)" != "$want_conf" ]]; then
   step_done "written $conf"
 else
   step_done "already set"
+fi
+
+step "promtool (Debian prometheus $GAUNTLET_PROMETHEUS_DEB_VERSION, unpacked)"
+# The same promtool the monitoring role validates with on the host, for the rules' unit tests.
+want="$GAUNTLET_PROMETHEUS_DEB_VERSION"
+if ! stamp_ok "$GAUNTLET_RIG_DIR/prometheus/.gauntlet-stamp" "$want" || [[ ! -x "$GAUNTLET_PROMTOOL" ]]; then
+  dl=$(mktemp -d)
+  (cd "$dl" && apt-get download -qq "prometheus=$GAUNTLET_PROMETHEUS_DEB_VERSION" 2>/dev/null) \
+    || { apt-get update -qq && (cd "$dl" && apt-get download -qq "prometheus=$GAUNTLET_PROMETHEUS_DEB_VERSION"); }
+  rm -rf "$GAUNTLET_RIG_DIR/prometheus"
+  dpkg-deb -x "$dl"/prometheus_*.deb "$GAUNTLET_RIG_DIR/prometheus"
+  rm -rf "$dl"
+  echo "$want" >"$GAUNTLET_RIG_DIR/prometheus/.gauntlet-stamp"
+  step_done "$("$GAUNTLET_PROMTOOL" --version 2>&1 | head -1)"
+else
+  step_done "current"
 fi
 
 step "controller venv"
