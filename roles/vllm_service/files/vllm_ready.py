@@ -8,7 +8,8 @@ systemd's TimeoutStartSec bounds the whole load and `systemctl is-active` means 
 Exits 0 once a completion comes back, 1 as soon as the main process (--main-pid, systemd's
 $MAINPID) has exited, and loops otherwise. systemd does not stop an ExecStartPost= command when
 the main process dies, so without that check a server that crashed on a bad argument would
-leave the unit "activating" until TimeoutStartSec. The API key comes from VLLM_API_KEY (the unit's
+leave the unit "activating" until TimeoutStartSec. With --once it makes a single attempt and exits 0 or 1
+(the watchdog's look, vllm_watchdog.py). The API key comes from VLLM_API_KEY (the unit's
 0600 EnvironmentFile), never from the command line; an https URL's certificate is verified, and a
 redirect is never followed, so the key goes nowhere but --url.
 
@@ -196,6 +197,7 @@ def main(argv=None):
     parser.add_argument("--reasoning-check", action="store_true",
                         help="also require the reasoning separated from content (--reasoning-parser; not for parsers that keep "
                              "the thinking in content on purpose, such as minimax_m2_append_think)")
+    parser.add_argument("--once", action="store_true", help="one attempt: exit 0 when it passes, 1 with the reason otherwise")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -213,6 +215,9 @@ def main(argv=None):
             checked = "" if reason == "ok" else " (recipe check: %s)" % reason
             print("vllm-ready: %s answered a completion%s after %.0f s of probing" % (args.model, checked, time.monotonic() - started))
             return 0
+        if args.once:
+            print("vllm-ready: not ready (%s)" % reason, file=sys.stderr)
+            return 1
         # Log only changes, so a 36-minute load does not fill the journal with connection refusals.
         if reason != last_reason:
             print("vllm-ready: not ready yet (%s)" % reason, file=sys.stderr)

@@ -1,0 +1,350 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Watchdog of one of gauntlet.vllm's vLLM units: one look per run (a systemd oneshot its timer starts).
+
+A look is skipped, and the count of failed looks reset, while a deploy holds the unit
+(/run/gauntlet-vllm/hold/<unit> holds epoch seconds in the future) or while the unit is not "active"
+("activating" is a planned start or restart; "inactive"/"failed" is a stop on purpose or systemd's own
+Restart= at work). Otherwise it sends the readiness probe's real one-token completion (vllm-ready --once,
+with the request timeout). A failed probe while vllm:generation_tokens_total still rises is a busy server,
+not a hung one, and counts as alive. After N failed looks in a row the unit is restarted (systemctl restart
+--no-block), at most K times in an hour; the next time it gives up: Restart=no in a runtime drop-in, SIGKILL
+to the unit, so systemd marks it failed and frees the GPUs, and an alert (gave_up) says so. A later look
+that finds the unit active and answering (an operator restarted it) lifts that again.
+
+State: a JSON file per unit (restarts within the hour, total restarts, the last look). Metrics: a node
+exporter textfile per unit, written after every run. Both are written atomically. The API key, when the
+server needs one, comes from VLLM_API_KEY (the unit's 0600 EnvironmentFile), never from the command line.
+Runs on the standard library alone.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+WINDOW_S = 3600
+DROP_IN_NAME = "50-gauntlet-watchdog-gave-up.conf"
+DROP_IN_MARKER = "# Written by gauntlet.vllm's watchdog (vllm-watchdog)."
+DROP_IN = DROP_IN_MARKER + """
+# The watchdog restarted this unit {restarts} times within an hour and it hung again, so it gave up and
+# killed it. The unit has Restart=on-failure, which would start the hung server again and again: this
+# runtime drop-in (gone at reboot) keeps it failed until an operator (or the vllm_service role) starts it.
+[Service]
+Restart=no
+"""
+GENERATION_TOKENS = "vllm:generation_tokens_total"
+METRIC_PREFIX = "gauntlet_vllm_watchdog_"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--unit", required=True, help="the vLLM unit, e.g. vllm-tiny-llama.service")
+    parser.add_argument("--url", required=True, help="base URL of the server, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--model", required=True, help="served model name")
+    parser.add_argument("--failures", type=int, default=3, help="failed looks in a row before a restart (N)")
+    parser.add_argument("--max-restarts", type=int, default=3, help="restarts within an hour before giving up (K)")
+    parser.add_argument("--request-timeout", type=float, default=30.0, help="seconds one probe request may take")
+    parser.add_argument("--state-file", required=True, help="the unit's JSON state file")
+    parser.add_argument("--textfile-dir", required=True, help="the node exporter's textfile collector directory")
+    parser.add_argument("--hold-dir", default="/run/gauntlet-vllm/hold", help="where deploys put their holds")
+    parser.add_argument("--runtime-unit-dir", default="/run/systemd/system", help="where the gave-up drop-in goes")
+    parser.add_argument("--ready", default=default_ready_script(), help="the readiness probe script (vllm-ready)")
+    parser.add_argument("--tool-check", action="store_true", help="the probe also checks tool_choice auto (as readiness does)")
+    parser.add_argument("--reasoning-check", action="store_true", help="the probe also checks the reasoning (as readiness does)")
+    args = parser.parse_args(argv)
+    if args.failures < 1 or args.max_restarts < 0 or args.request_timeout <= 0:
+        parser.error("--failures must be >= 1, --max-restarts >= 0 and --request-timeout > 0 (got %d, %d, %s)"
+                     % (args.failures, args.max_restarts, args.request_timeout))
+    return args
+
+
+def default_ready_script():
+    """vllm-ready where the role installs it (next to this script), or vllm_ready.py in the role's files/."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(here, "vllm-ready")
+    return installed if os.path.exists(installed) else os.path.join(here, "vllm_ready.py")
+
+
+def log(message):
+    """One line in the journal (the oneshot's stdout goes there)."""
+    print("vllm-watchdog: " + message, flush=True)
+
+
+# ---- state ---------------------------------------------------------------------------------------------
+
+def fresh_state(unit):
+    return {"unit": unit, "consecutive_failures": 0, "restarts": [], "restarts_total": 0, "gave_up": False,
+            "last_probe": None, "last_restart": None, "generation_tokens": None, "last_skip": None}
+
+
+def load_state(path, unit):
+    """The unit's state; a file that does not parse is kept aside (never deleted) and the count starts afresh."""
+    state = fresh_state(unit)
+    try:
+        with open(path) as handle:
+            stored = json.load(handle)
+        if not isinstance(stored, dict) or stored.get("unit") != unit:
+            raise ValueError("not a watchdog state of %s" % unit)
+    except FileNotFoundError:
+        return state
+    except (OSError, ValueError) as exc:
+        aside = "%s.unreadable-%d" % (path, int(time.time()))
+        os.replace(path, aside)
+        log("%s: state file %s unreadable (%s); kept as %s, starting afresh" % (unit, path, exc, aside))
+        return state
+    state.update(stored)
+    return state
+
+
+def atomic_write(path, text, mode=0o644):
+    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w") as out:
+            os.fchmod(out.fileno(), mode)
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def save_state(path, state):
+    atomic_write(path, json.dumps(state, indent=2, sort_keys=True) + "\n")
+
+
+# ---- what systemd and the deploys say ------------------------------------------------------------------
+
+def systemctl(*words):
+    """(exit status, stdout) of one systemctl call."""
+    done = subprocess.run(["systemctl"] + list(words), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    return done.returncode, done.stdout.strip()
+
+
+def active_state(unit):
+    status, out = systemctl("show", "--property=ActiveState", "--value", unit)
+    return out if status == 0 and out else "unknown (systemctl show: %s)" % out
+
+
+def hold_reason(hold_dir, unit, now):
+    """Why a deploy holds the unit now, or None: the hold file's epoch seconds are still ahead."""
+    path = os.path.join(hold_dir, unit)
+    try:
+        with open(path) as handle:
+            text = handle.read().strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return "hold %s unreadable (%s), taken as held" % (path, exc)
+    try:
+        until = float(text)
+    except ValueError:
+        return "hold %s holds %r, not epoch seconds, taken as held" % (path, text[:40])
+    if until > now:
+        return "held by a deploy until %s (%s)" % (time.strftime("%H:%M:%S", time.localtime(until)), path)
+    return None
+
+
+def skip_reason(args, now):
+    """Why this look is skipped, or None to probe."""
+    held = hold_reason(args.hold_dir, args.unit, now)
+    if held:
+        return held
+    state = active_state(args.unit)
+    if state != "active":
+        return "unit is %s, not active" % state
+    return None
+
+
+def skip(state, reason):
+    """No probe: failed looks no longer count in a row, and the tokens seen are not compared across a restart."""
+    if reason != state.get("last_skip"):
+        log("%s: not probing: %s" % (state["unit"], reason))
+    state.update(consecutive_failures=0, generation_tokens=None, last_skip=reason)
+
+
+# ---- the look ------------------------------------------------------------------------------------------
+
+def probe(args):
+    """(ok, reason) of one readiness look: vllm-ready --once, the API key in its environment only."""
+    command = [sys.executable, args.ready, "--once", "--url", args.url, "--model", args.model,
+               "--request-timeout", str(args.request_timeout)]
+    command += ["--tool-check"] if args.tool_check else []
+    command += ["--reasoning-check"] if args.reasoning_check else []
+    # Completion and chat request, each with the request timeout, and the interpreter's start.
+    limit = 2 * args.request_timeout + 15
+    try:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                              timeout=limit, check=False)
+    except subprocess.TimeoutExpired:
+        return False, "the probe took longer than %.0f s" % limit
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    reason = lines[-1].replace("vllm-ready: ", "", 1) if lines else "exit status %d" % done.returncode
+    return done.returncode == 0, reason
+
+
+def generation_tokens(url, timeout):
+    """vllm:generation_tokens_total summed over the server's engines and models, or None when unreadable."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=timeout) as response:
+            text = response.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+    total, found = 0.0, False
+    for line in text.splitlines():
+        if line.startswith(GENERATION_TOKENS + "{") or line.startswith(GENERATION_TOKENS + " "):
+            try:
+                total += float(line.rsplit(None, 1)[1])
+                found = True
+            except (IndexError, ValueError):
+                continue
+    return total if found else None
+
+
+def look(args, state, now):
+    """Probe once; a failure while generation tokens rose counts as alive. Returns whether the engine is alive."""
+    ok, reason = probe(args)
+    tokens = generation_tokens(args.url, args.request_timeout)
+    before = state.get("generation_tokens")
+    if not ok and tokens is not None and before is not None and tokens > before:
+        reason = "%s; but generation tokens rose %.0f -> %.0f: busy, not hung" % (reason, before, tokens)
+        alive = True
+    else:
+        alive = ok
+    state.update(last_probe={"time": now, "ok": ok, "reason": reason}, generation_tokens=tokens, last_skip=None)
+    return alive
+
+
+# ---- what follows from it ------------------------------------------------------------------------------
+
+def drop_in_path(args):
+    return os.path.join(args.runtime_unit_dir, args.unit + ".d", DROP_IN_NAME)
+
+
+def recover(args, state):
+    """The unit answers again: lift a give-up (its drop-in too) and start counting afresh."""
+    if state["consecutive_failures"]:
+        log("%s: alive again after %d failed look(s): %s" % (args.unit, state["consecutive_failures"], state["last_probe"]["reason"]))
+    state["consecutive_failures"] = 0
+    if state["gave_up"] or os.path.exists(drop_in_path(args)):
+        remove_drop_in(args)
+        state["gave_up"] = False
+        log("%s: active and answering again: the give-up is lifted, Restart=on-failure applies again" % args.unit)
+
+
+def remove_drop_in(args):
+    """Remove the gave-up drop-in, only when it is the watchdog's own (it carries the marker line)."""
+    path = drop_in_path(args)
+    try:
+        with open(path) as handle:
+            ours = DROP_IN_MARKER in handle.read()
+    except FileNotFoundError:
+        return
+    if not ours:
+        log("%s: %s lacks the watchdog's marker line; left alone" % (args.unit, path))
+        return
+    os.unlink(path)
+    systemctl("daemon-reload")
+
+
+def failed_look(args, state, now):
+    """One more failed look; after N in a row, restart the unit or, past K restarts in the hour, give up."""
+    state["consecutive_failures"] += 1
+    failures, reason = state["consecutive_failures"], state["last_probe"]["reason"]
+    if failures < args.failures:
+        log("%s: failed look %d of %d: %s" % (args.unit, failures, args.failures, reason))
+        return
+    state["restarts"] = [when for when in state["restarts"] if now - when < WINDOW_S]
+    if len(state["restarts"]) >= args.max_restarts:
+        give_up(args, state, reason)
+        state["consecutive_failures"] = 0
+    elif restart(args, state, now, reason):
+        state["consecutive_failures"] = 0
+
+
+def restart(args, state, now, reason):
+    """systemctl restart --no-block (the start may take most of an hour); False when systemctl refused."""
+    status, out = systemctl("restart", "--no-block", args.unit)
+    if status != 0:
+        log("%s: systemctl restart failed (%s); trying again at the next look" % (args.unit, out))
+        return False
+    state["restarts"].append(now)
+    state["restarts_total"] += 1
+    state["last_restart"] = {"time": now, "reason": reason}
+    log("%s: restarted after %d failed looks in a row (last: %s); restart %d of %d this hour"
+        % (args.unit, args.failures, reason, len(state["restarts"]), args.max_restarts))
+    return True
+
+
+def give_up(args, state, reason):
+    """Leave the unit failed: Restart=no in a runtime drop-in, then SIGKILL (a hung process may ignore SIGTERM)."""
+    atomic_write(drop_in_path(args), DROP_IN.format(restarts=len(state["restarts"])))
+    systemctl("daemon-reload")
+    status, out = systemctl("kill", "--signal=SIGKILL", args.unit)
+    state["gave_up"] = True
+    log("%s: giving up: %d failed looks in a row (last: %s) after %d restart(s) within the hour (at most %d); "
+        "the unit is killed and left failed (Restart=no until it is started again)%s"
+        % (args.unit, args.failures, reason, len(state["restarts"]), args.max_restarts,
+           "" if status == 0 else "; systemctl kill said: " + out))
+
+
+# ---- metrics -------------------------------------------------------------------------------------------
+
+def textfile_path(directory, unit):
+    return os.path.join(directory, "gauntlet_vllm_watchdog_%s.prom" % re.sub(r"[^A-Za-z0-9_]", "_", unit))
+
+
+def metrics_text(state, now):
+    """The node exporter textfile of one unit (Prometheus text format 0.0.4)."""
+    unit = state["unit"].replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    series = [
+        ("restarts_total", "counter", "Restarts the watchdog made of the unit, ever.", state["restarts_total"]),
+        ("consecutive_failures", "gauge", "Failed looks in a row.", state["consecutive_failures"]),
+        ("probe_success", "gauge", "Whether the last readiness probe passed.",
+         None if state.get("last_probe") is None else int(bool(state["last_probe"]["ok"]))),
+        ("gave_up", "gauge", "1 when the watchdog gave up after its restarts in the hour and left the unit failed.",
+         int(bool(state["gave_up"]))),
+        ("last_run_timestamp_seconds", "gauge", "When the watchdog last looked at the unit.", now),
+    ]
+    lines = []
+    for name, kind, help_text, value in series:
+        if value is None:
+            continue
+        lines += ["# HELP %s%s %s" % (METRIC_PREFIX, name, help_text), "# TYPE %s%s %s" % (METRIC_PREFIX, name, kind),
+                  '%s%s{unit="%s"} %s' % (METRIC_PREFIX, name, unit, repr(float(value)) if isinstance(value, float) else value)]
+    return "\n".join(lines) + "\n"
+
+
+def run(args, now):
+    """One look at the unit: skip, or probe and act; then keep the state and the metrics."""
+    state = load_state(args.state_file, args.unit)
+    reason = skip_reason(args, now)
+    if reason:
+        skip(state, reason)
+    elif look(args, state, now):
+        recover(args, state)
+    else:
+        failed_look(args, state, now)
+    save_state(args.state_file, state)
+    atomic_write(textfile_path(args.textfile_dir, args.unit), metrics_text(state, now))
+    return 0
+
+
+def main(argv=None):
+    return run(parse_args(argv), time.time())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
