@@ -1,0 +1,421 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What ``gauntlet.vllm.vllm_monitoring_info`` reports about each vLLM unit of a host.
+
+No Ansible imports: the module hands in a ``run(argv) -> (rc, stdout, stderr)`` callable for
+systemctl and the clock; everything else is here and testable.
+
+Per unit: its state, the figures a health gate reads from its ``/metrics`` (KV-cache usage,
+running and waiting requests, preemption, token and request counters) and its watchdog's state
+file (``<state_dir>/watchdog/<unit>.json``, written by the role ``vllm_service``). What cannot
+be read is ``None`` with an ``*_error`` saying why; a number is never made up.
+
+``parse_exposition`` reads the Prometheus text format strictly (labels with escaped quotes,
+``NaN``/``+Inf``, optional timestamps): a body that is not exposition text (an HTML error page,
+another program on the port) is an error naming the line, not a silent zero.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import math
+import os
+import re
+import ssl
+import time
+
+from urllib.error import HTTPError, URLError
+from urllib.request import HTTPSHandler, ProxyHandler, build_opener
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import (
+    SHOW_PROPERTIES,
+    describe_unit,
+    exec_start_argv,
+    flag_value,
+    parse_show,
+)
+
+DEFAULT_STATE_DIR = "/var/lib/gauntlet-vllm"
+# Keep each systemctl command line short, however many units a host has (as vllm_service_info).
+SHOW_BATCH = 200
+# A /metrics larger than this is not a vLLM server's (0.32 writes about 60 KiB).
+MAX_METRICS_BYTES = 16 * 1024 * 1024
+HOUR_SECONDS = 3600
+
+# Field -> (metric names tried in order, how label sets combine). kv_cache_usage_perc is vLLM
+# >= 0.10's name; gpu_cache_usage_perc the older one. Counters carry "_total" in 0.32's text.
+METRICS = (
+    ("kv_cache_usage", ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"), "max"),
+    ("requests_running", ("vllm:num_requests_running",), "sum"),
+    ("requests_waiting", ("vllm:num_requests_waiting",), "sum"),
+    ("preemptions_total", ("vllm:num_preemptions_total",), "sum"),
+    ("generation_tokens_total", ("vllm:generation_tokens_total",), "sum"),
+    ("prompt_tokens_total", ("vllm:prompt_tokens_total",), "sum"),
+    ("request_success_total", ("vllm:request_success_total",), "sum"),
+)
+# A /metrics without this is not a vLLM server's.
+REQUIRED_METRIC = "vllm:num_requests_running"
+
+WATCHDOG_FIELDS = ("restarts_total", "restarts_last_hour", "gave_up", "consecutive_failures", "last_probe",
+                   "last_restart")
+
+
+class ExpositionError(ValueError):
+    """Text that is not the Prometheus exposition format; the message names the line."""
+
+
+# ---- Prometheus text format ------------------------------------------------------------------
+
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LABEL_NAME = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*\"")
+_ESCAPES = {"\\": "\\", "\"": "\"", "n": "\n"}
+
+
+def parse_value(text):
+    """A sample value as Go's ParseFloat reads it in the text format (``NaN``, ``+Inf``, ``-Inf``, 1e3)."""
+    lowered = text.lower()
+    if lowered in ("nan", "+inf", "-inf", "inf"):
+        return float(lowered)
+    if not re.match(r"^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$", lowered):
+        raise ValueError("not a number: %r" % text)
+    return float(text)
+
+
+def _parse_labels(text, position):
+    """Labels from ``text[position]`` (just after ``{``) -> (dict, position after ``}``)."""
+    labels = {}
+    while True:
+        while position < len(text) and text[position] in " \t":
+            position += 1
+        if text.startswith("}", position):
+            return labels, position + 1
+        match = _LABEL_NAME.match(text, position)
+        if not match:
+            raise ValueError("bad label at column %d" % (position + 1))
+        value, position = _label_value(text, match.end())
+        labels[match.group(1)] = value
+        while position < len(text) and text[position] in " \t":
+            position += 1
+        if text.startswith(",", position):
+            position += 1
+        elif not text.startswith("}", position):
+            raise ValueError("expected ',' or '}' at column %d" % (position + 1))
+
+
+def _label_value(text, position):
+    """A quoted label value starting after its opening quote -> (value, position after the quote)."""
+    chars = []
+    while position < len(text):
+        char = text[position]
+        if char == "\\" and position + 1 < len(text):
+            chars.append(_ESCAPES.get(text[position + 1], "\\" + text[position + 1]))
+            position += 2
+        elif char == "\"":
+            return "".join(chars), position + 1
+        else:
+            chars.append(char)
+            position += 1
+    raise ValueError("unterminated label value")
+
+
+def parse_sample(line):
+    """One sample line -> ``(name, labels, value)``; raises ValueError on a malformed line."""
+    match = _NAME.match(line)
+    if not match:
+        raise ValueError("no metric name")
+    name, position, labels = match.group(0), match.end(), {}
+    if line.startswith("{", position):
+        labels, position = _parse_labels(line, position + 1)
+    rest = line[position:].split()
+    if len(rest) not in (1, 2) or (position < len(line) and line[position] not in " \t"):
+        raise ValueError("expected a value (and an optional timestamp) after the name and labels")
+    if len(rest) == 2 and not re.match(r"^-?\d+$", rest[1]):
+        raise ValueError("bad timestamp %r" % rest[1])
+    return name, labels, parse_value(rest[0])
+
+
+def parse_exposition(text):
+    """Every sample of Prometheus text -> list of ``(name, labels, value)``.
+
+    Comment lines (``# HELP``, ``# TYPE``, any ``#``) and blank lines are skipped; any other
+    line that is not a sample raises ExpositionError naming its number and content.
+    """
+    samples = []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            samples.append(parse_sample(stripped))
+        except ValueError as exc:
+            raise ExpositionError("line %d is not Prometheus text (%s): %s" % (number, exc, _short(stripped)))
+    return samples
+
+
+def _short(text, limit=120):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _number(value):
+    """A float that holds a whole number as an int (counts read better so); None stays None."""
+    if value is None:
+        return None
+    return int(value) if value.is_integer() else value
+
+
+def combine(samples, names, how):
+    """The value of the first of ``names`` present in ``samples``, its label sets combined.
+
+    ``how`` is ``sum`` (requests, counters: one set per engine and model) or ``max`` (a ratio
+    per engine: the fullest cache is the one that matters). NaN and infinite samples are left
+    out; None when no finite sample of any name is present.
+    """
+    for name in names:
+        values = [value for sample_name, _labels, value in samples if sample_name == name and math.isfinite(value)]
+        if values:
+            return _number(sum(values) if how == "sum" else max(values))
+    return None
+
+
+def vllm_figures(text):
+    """The METRICS fields from a vLLM /metrics body; raises ExpositionError for a body that is not one."""
+    samples = parse_exposition(text)
+    if not any(name == REQUIRED_METRIC for name, _labels, _value in samples):
+        raise ExpositionError("no %s sample: not a vLLM server's /metrics" % REQUIRED_METRIC)
+    return dict((field, combine(samples, names, how)) for field, names, how in METRICS)
+
+
+# ---- where a unit's /metrics is ---------------------------------------------------------------
+
+_ANY_ADDRESS = ("", "0.0.0.0", "::", "[::]", "*")
+
+
+def metrics_url(argv, port):
+    """The URL of a unit's /metrics: its ``--host`` when that is one address, else 127.0.0.1.
+
+    HTTPS when the server has ``--ssl-certfile`` (the certificate is then not checked: the
+    address read is the server's own, not the name the certificate was issued for).
+    """
+    host = (flag_value(argv, "--host") or "").strip()
+    if host in _ANY_ADDRESS:
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = "[%s]" % host
+    scheme = "https" if flag_value(argv, "--ssl-certfile") else "http"
+    return "%s://%s:%d/metrics" % (scheme, host, port)
+
+
+def fetch_text(url, timeout):
+    """GET ``url`` (no proxy) -> its body as text; raises ValueError naming the URL and the problem."""
+    handlers = [ProxyHandler({})]
+    if url.startswith("https:"):
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        handlers.append(HTTPSHandler(context=context))
+    try:
+        response = build_opener(*handlers).open(url, timeout=timeout)
+        try:
+            body = response.read(MAX_METRICS_BYTES + 1)
+        finally:
+            response.close()
+    except HTTPError as exc:
+        raise ValueError("%s could not be read: HTTP %s %s" % (url, exc.code, exc.reason))
+    except URLError as exc:
+        raise ValueError("%s could not be read: %s" % (url, getattr(exc, "reason", exc)))
+    except Exception as exc:  # timeouts, resets, bad status lines
+        raise ValueError("%s could not be read: %s (%s)" % (url, exc, type(exc).__name__))
+    if len(body) > MAX_METRICS_BYTES:
+        raise ValueError("%s answered more than %d bytes: not a vLLM server's /metrics" % (url, MAX_METRICS_BYTES))
+    return body.decode("utf-8", "replace")
+
+
+def read_metrics(url, timeout, fetch=fetch_text):
+    """``(figures, None)`` or ``(None, error)`` for one /metrics URL; never raises for a bad server."""
+    try:
+        text = fetch(url, timeout)
+    except ValueError as exc:
+        return None, str(exc)
+    try:
+        return vllm_figures(text), None
+    except ExpositionError as exc:
+        return None, "%s did not answer vLLM metrics: %s" % (url, exc)
+
+
+# ---- the watchdog's state file ---------------------------------------------------------------
+
+def watchdog_state_path(state_dir, unit):
+    return os.path.join(state_dir, "watchdog", "%s.json" % unit)
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def state_shape_problems(state):
+    """What is wrong with a parsed watchdog state (design18's shape), as field-naming messages."""
+    if not isinstance(state, dict):
+        return ["is not a JSON object"]
+    problems = []
+    for field in ("consecutive_failures", "restarts_total"):
+        if not _is_int(state.get(field)) or state.get(field) < 0:
+            problems.append("%s must be a whole number of 0 or more (got %r)" % (field, state.get(field)))
+    restarts = state.get("restarts")
+    if not isinstance(restarts, list) or not all(_is_number(item) for item in restarts):
+        problems.append("restarts must be a list of epoch seconds (got %r)" % (_short(restarts, 60),))
+    if not isinstance(state.get("gave_up"), bool):
+        problems.append("gave_up must be true or false (got %r)" % (state.get("gave_up"),))
+    for field in ("last_probe", "last_restart"):
+        if state.get(field) is not None and not isinstance(state.get(field), dict):
+            problems.append("%s must be an object or null (got %r)" % (field, _short(state.get(field), 60)))
+    return problems
+
+
+def summarize_state(state, now):
+    """The reported watchdog fields of a valid state."""
+    return {
+        "restarts_total": state["restarts_total"],
+        "restarts_last_hour": len([when for when in state["restarts"] if now - HOUR_SECONDS < when <= now]),
+        "gave_up": state["gave_up"],
+        "consecutive_failures": state["consecutive_failures"],
+        "last_probe": state.get("last_probe"),
+        "last_restart": state.get("last_restart"),
+    }
+
+
+def read_watchdog(state_dir, unit, now):
+    """``(watchdog, error)`` for one unit: ``(None, None)`` when it has no state file (no watchdog yet)."""
+    path = watchdog_state_path(state_dir, unit)
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except (IOError, OSError) as exc:
+        if not os.path.lexists(path):
+            return None, None
+        return None, "%s could not be read: %s" % (path, exc.strerror or exc)
+    try:
+        state = json.loads(text)
+    except ValueError as exc:
+        return None, "%s is not JSON: %s" % (path, exc)
+    problems = state_shape_problems(state)
+    if problems:
+        return None, "%s is not a watchdog state: %s" % (path, "; ".join(problems))
+    return summarize_state(state, now), None
+
+
+# ---- the units ------------------------------------------------------------------------------
+
+class UnitsError(Exception):
+    """systemctl failed, or a unit asked for is not a vLLM unit."""
+
+
+def _first_column(run, args):
+    rc, out, err = run(args + ["--no-legend", "--plain", "--no-pager"])
+    if rc != 0:
+        raise UnitsError("systemctl %s failed: %s" % (" ".join(args), err.strip() or out.strip()))
+    names = []
+    for line in out.splitlines():
+        words = line.split()
+        # Templates (foo@.service) have no ExecStart of their own to read.
+        if words and words[0].endswith(".service") and not words[0].endswith("@.service"):
+            names.append(words[0])
+    return names
+
+
+def _show(run, names):
+    """``systemctl show`` properties of ``names`` (in batches) -> list of property dicts."""
+    blocks = []
+    for start in range(0, len(names), SHOW_BATCH):
+        batch = names[start:start + SHOW_BATCH]
+        rc, out, err = run(["show", "--no-pager", "-p", ",".join(SHOW_PROPERTIES + ("LoadState",))] + batch)
+        if rc != 0:
+            raise UnitsError("systemctl show failed: %s" % (err.strip() or out.strip()))
+        blocks.extend(parse_show(out))
+    return blocks
+
+
+def find_units(run, wanted=None):
+    """The vLLM units of the host (every one, or those named in ``wanted``), sorted by name.
+
+    Each item is ``(unit facts as vllm_units.describe_unit gives them, raw argv)``. A name in
+    ``wanted`` that systemd does not know or that does not run vLLM raises UnitsError naming it.
+    """
+    if wanted:
+        names = sorted(set(wanted))
+    else:
+        names = sorted(set(_first_column(run, ["list-unit-files", "--type=service"])
+                           + _first_column(run, ["list-units", "--type=service", "--all"])))
+    found = {}
+    for props in _show(run, names):
+        unit = describe_unit(props)
+        if unit is not None:
+            found[unit["name"]] = (unit, exec_start_argv(props.get("ExecStart")))
+        elif wanted and props.get("Id") in wanted:
+            found[props.get("Id")] = "not-found" if props.get("LoadState") == "not-found" else "not vLLM"
+    problems = []
+    for name in sorted(set(wanted or ())):
+        entry = found.get(name)
+        if not isinstance(entry, tuple):
+            why = "its ExecStart does not run a vLLM server" if entry == "not vLLM" else "systemd has no such unit"
+            problems.append("%s: %s" % (name, why))
+    if problems:
+        raise UnitsError("units asked for that are not vLLM units on this host: %s" % "; ".join(problems))
+    return [found[name] for name in sorted(found) if isinstance(found[name], tuple)]
+
+
+def unit_report(unit, argv, options, now, fetch=fetch_text):
+    """One unit's entry: state, /metrics figures (or why not) and watchdog (or why not)."""
+    url = metrics_url(argv, unit["port"]) if unit["port"] is not None else None
+    metrics, metrics_error = None, None
+    if unit["active_state"] != "active":
+        metrics_error = "the unit is %s, not active: its /metrics was not read" % unit["active_state"]
+    elif url is None:
+        metrics_error = "the unit's --port is not a number: no /metrics address"
+    else:
+        metrics, metrics_error = read_metrics(url, options["timeout"], fetch)
+    watchdog, watchdog_error = read_watchdog(options["state_dir"], unit["name"], now)
+    return {
+        "name": unit["name"],
+        "active_state": unit["active_state"],
+        "port": unit["port"],
+        "model": unit["model"],
+        "url": url,
+        "metrics": metrics,
+        "metrics_error": metrics_error,
+        "watchdog": watchdog,
+        "watchdog_error": watchdog_error,
+    }
+
+
+def summarize(reports):
+    """One dict a health gate reads: counts, any unit given up, fullest KV cache, requests waiting."""
+    kv = [r["metrics"]["kv_cache_usage"] for r in reports if r["metrics"] and r["metrics"]["kv_cache_usage"] is not None]
+    waiting = [r["metrics"]["requests_waiting"] for r in reports
+               if r["metrics"] and r["metrics"]["requests_waiting"] is not None]
+    gave_up = [r["name"] for r in reports if r["watchdog"] and r["watchdog"]["gave_up"]]
+    return {
+        "units": len(reports),
+        "active": len([r for r in reports if r["active_state"] == "active"]),
+        "gave_up": bool(gave_up),
+        "gave_up_units": gave_up,
+        "max_kv_cache_usage": max(kv) if kv else None,
+        "requests_waiting": _number(float(sum(waiting))) if waiting else None,
+        "metrics_errors": [r["name"] for r in reports if r["metrics_error"]],
+        "watchdog_errors": [r["name"] for r in reports if r["watchdog_error"]],
+    }
+
+
+def monitoring_info(run, options, now=None, fetch=fetch_text):
+    """``{"units": [...], "summary": {...}}`` for the host. ``run`` runs systemctl with the given args."""
+    now = time.time() if now is None else now
+    reports = [unit_report(unit, argv, options, now, fetch) for unit, argv in find_units(run, options.get("units"))]
+    return {"units": reports, "summary": summarize(reports)}
