@@ -174,6 +174,15 @@ def test_reads_the_captured_metrics_from_a_real_http_server():
         assert server.paths == ["/metrics"]
 
 
+def test_a_proxy_in_the_environment_is_not_used_for_the_hosts_own_server(monkeypatch):
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:%d" % free_port())
+    with serving() as server:
+        assert vm.read_metrics("http://127.0.0.1:%d/metrics" % server.server_port, 5) == (CAPTURED_FIGURES, None)
+
+
 def test_an_http_error_names_the_url_and_the_status():
     with serving(body="oops", status=500) as server:
         url = "http://127.0.0.1:%d/metrics" % server.server_port
