@@ -75,6 +75,16 @@ CASE_TASKS = """
             dest: {out}/{name}.env
             mode: "0600"
           no_log: true
+        - name: Render the watchdog's service
+          ansible.builtin.template:
+            src: {templates}/vllm-watchdog.service.j2
+            dest: {out}/{name}-watchdog.service
+            mode: "0644"
+        - name: Render the watchdog's timer
+          ansible.builtin.template:
+            src: {templates}/vllm-watchdog.timer.j2
+            dest: {out}/{name}-watchdog.timer
+            mode: "0644"
         - name: Keep the outcome
           ansible.builtin.copy:
             content: "{{{{ {{'ok': true, 'args': __vllm_service_args, 'host': __vllm_service_host | default(none)}} | to_json }}}}"
@@ -250,3 +260,36 @@ def test_readiness_checks_what_the_recipe_promises(played):
     assert "--tool-check" not in probe and "--reasoning-check" not in probe
     unit = (out / "loopback_default.service").read_text()
     assert "--tool-check" not in unit and "--reasoning-check" not in unit
+
+
+@pytest.mark.parametrize("case", ["loopback_default", "recipe_flags"])
+def test_systemd_accepts_the_watchdog_units(played, case):
+    """The watchdog's service and timer as the role writes them next to vllm-tiny.service."""
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze is needed (systemd package)"
+    directory = played[1] / ("verify-watchdog-" + case)
+    directory.mkdir()
+    shutil.copy(str(played[1] / ("%s-watchdog.service" % case)), str(directory / "vllm-tiny-watchdog.service"))
+    shutil.copy(str(played[1] / ("%s-watchdog.timer" % case)), str(directory / "vllm-tiny-watchdog.timer"))
+    result = subprocess.run([analyze, "verify", "--man=no", str(directory / "vllm-tiny-watchdog.service"),
+                             str(directory / "vllm-tiny-watchdog.timer")], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Unknown key" not in result.stderr and "Failed to parse" not in result.stderr, result.stderr
+
+
+def test_the_watchdog_probes_like_readiness_and_reads_the_key_from_the_environment_file(played):
+    out = played[1]
+    service = (out / "recipe_flags-watchdog.service").read_text()
+    directives = _directives(service)
+    assert "Type=oneshot" in directives and "User=root" in directives
+    assert "EnvironmentFile=-/etc/vllm/vllm-tiny.env" in directives
+    for word in ('"--unit" "vllm-tiny.service"', '"--url" "http://127.0.0.1:8000"', '"--model" "tiny"', '"--failures" "3"',
+                 '"--max-restarts" "3"', '"--request-timeout" "30"', '"--state-file" "/var/lib/gauntlet-vllm/watchdog/vllm-tiny.service.json"',
+                 '"--textfile-dir" "/var/lib/prometheus/node-exporter"', '"--tool-check"', '"--reasoning-check"'):
+        assert word in service
+    assert "--tool-check" not in (out / "loopback_default-watchdog.service").read_text()
+    timer = _directives((out / "loopback_default-watchdog.timer").read_text())
+    for directive in ("OnUnitActiveSec=30", "OnBootSec=30", "AccuracySec=1s", "Unit=vllm-tiny-watchdog.service"):
+        assert directive in timer
+    secret_service = (out / "secret_env-watchdog.service").read_text()
+    assert API_KEY not in secret_service and SECRET not in secret_service
