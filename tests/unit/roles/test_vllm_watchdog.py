@@ -356,6 +356,6 @@ def test_vllm_ready_once_makes_a_single_attempt(vllm, mode, status):
     started = time.monotonic()
     done = subprocess.run([sys.executable, os.path.join(FILES, "vllm_ready.py"), "--once", "--url", vllm.url, "--model", "m",
                            "--request-timeout", str(TIMEOUT), "--interval", "30"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False, timeout=20)
     assert done.returncode == status, done.stdout
     assert vllm.completions == 1 and time.monotonic() - started < 10
