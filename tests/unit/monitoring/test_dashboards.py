@@ -123,6 +123,7 @@ def test_the_server_view_has_host_and_unit_variables_from_label_values():
     assert variables["unit"]["query"]["query"] == 'label_values(up{job="vllm", host=~"$host"}, unit)'
     for name in ("host", "unit"):
         assert variables[name]["type"] == "query" and variables[name]["datasource"]["uid"] == "${datasource}"
+        assert variables[name]["definition"] == variables[name]["query"]["query"]
 
 
 def test_host_and_unit_are_only_used_as_regex_matchers():
