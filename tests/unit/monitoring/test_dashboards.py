@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 import pytest
+import jinja2
 import yaml
 
 from .conftest import DASHBOARD_QUERIES, DASHBOARDS_DIR, ROLE, all_rules, run_promtool
@@ -135,13 +136,18 @@ def test_host_and_unit_are_only_used_as_regex_matchers():
                     assert part.endswith('=~"'), "%s %r: %s outside =~" % (name, title, variable)
 
 
-def test_the_grafana_provider_loads_the_role_s_dashboard_directory():
-    with open(os.path.join(ROLE, "files", "grafana-provider.yml")) as handle:
-        provider = yaml.safe_load(handle)
+def test_the_grafana_provider_loads_the_directory_the_role_fills():
+    with open(os.path.join(ROLE, "defaults", "main", "main.yml")) as handle:
+        dashboards_dir = yaml.safe_load(handle)["vllm_monitoring_grafana_dashboards_dir"]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")), undefined=jinja2.StrictUndefined)
+    env.filters["comment"] = lambda text: "# " + text
+    provider = yaml.safe_load(env.get_template("grafana-provider.yml.j2").render(
+        ansible_managed="Ansible managed", vllm_monitoring_grafana_dashboards_dir="/srv/boards"))
     assert provider["apiVersion"] == 1
     (entry,) = provider["providers"]
     assert entry["type"] == "file"
-    assert entry["options"]["path"] == "/var/lib/grafana/dashboards/gauntlet-vllm"
+    assert entry["options"]["path"] == "/srv/boards"
+    assert dashboards_dir == "/var/lib/grafana/dashboards/gauntlet-vllm"
 
 
 # ---- metric names -------------------------------------------------------------------------------------
