@@ -275,7 +275,12 @@ def failed_look(args, state, now):
 
 
 def restart(args, state, now, reason):
-    """systemctl restart --no-block (the start may take most of an hour); False when systemctl refused."""
+    """SIGKILL, then systemctl restart --no-block (the start may take most of an hour); False when systemctl refused.
+
+    The engine is hung: a graceful stop would wait for it until TimeoutStopSec (120 s by default) and then
+    SIGKILL it anyway, time the unit serves nothing; the kill frees the GPUs at once.
+    """
+    systemctl("kill", "--signal=SIGKILL", args.unit)
     status, out = systemctl("restart", "--no-block", args.unit)
     if status != 0:
         log("%s: systemctl restart failed (%s); trying again at the next look" % (args.unit, out))
@@ -283,7 +288,7 @@ def restart(args, state, now, reason):
     state["restarts"].append(now)
     state["restarts_total"] += 1
     state["last_restart"] = {"time": now, "reason": reason}
-    log("%s: restarted after %d failed looks in a row (last: %s); restart %d of %d this hour"
+    log("%s: restarted after %d failed looks in a row (last: %s), killed first; restart %d of %d this hour"
         % (args.unit, args.failures, reason, len(state["restarts"]), args.max_restarts))
     return True
 

@@ -219,11 +219,11 @@ def test_n_failed_looks_restart_the_unit_and_say_why(host, vllm, capsys):
     vllm.mode = "hang"
     for dummy in range(3):
         state = host.run(vllm.url, failures=3)
-    assert host.acts() == ["restart --no-block %s" % UNIT]
+    assert host.acts() == ["kill --signal=SIGKILL %s" % UNIT, "restart --no-block %s" % UNIT]
     assert state["restarts_total"] == 1 and len(state["restarts"]) == 1 and state["consecutive_failures"] == 0
     assert state["last_restart"]["reason"] == state["last_probe"]["reason"]
     out = capsys.readouterr().out
-    assert "%s: restarted after 3 failed looks in a row (last: " % UNIT in out and "restart 1 of 3 this hour" in out
+    assert "%s: restarted after 3 failed looks in a row (last: " % UNIT in out and "killed first; restart 1 of 3 this hour" in out
     assert _metric(host.textfile(), "restarts_total") == 1
 
 
@@ -251,7 +251,7 @@ def test_flat_or_missing_tokens_do_not_excuse_a_failed_probe(host, vllm, tokens)
     vllm.mode, vllm.tokens, vllm.step = "hang", tokens, 0.0
     for dummy in range(2):
         state = host.run(vllm.url, failures=2)
-    assert host.acts() == ["restart --no-block %s" % UNIT] and state["restarts_total"] == 1
+    assert host.acts() == ["kill --signal=SIGKILL %s" % UNIT, "restart --no-block %s" % UNIT] and state["restarts_total"] == 1
 
 
 def test_after_k_restarts_in_the_hour_it_gives_up_and_leaves_the_unit_failed(host, vllm, capsys):
@@ -278,7 +278,7 @@ def test_restarts_older_than_an_hour_do_not_count(host, vllm):
     vllm.mode = "hang"
     for dummy in range(2):
         state = host.run(vllm.url, failures=2, max_restarts=1)
-    assert host.acts() == ["restart --no-block %s" % UNIT] and state["gave_up"] is False
+    assert host.acts() == ["kill --signal=SIGKILL %s" % UNIT, "restart --no-block %s" % UNIT] and state["gave_up"] is False
     assert len(state["restarts"]) == 1 and state["restarts_total"] == 2
 
 
