@@ -122,8 +122,7 @@ def iter_panels(panels):
     """Every panel, rows' nested panels included."""
     for panel in panels or []:
         yield panel
-        for nested in iter_panels(panel.get("panels")):
-            yield nested
+        yield from iter_panels(panel.get("panels"))
 
 
 def _variable_query(variable):
@@ -182,7 +181,7 @@ def dashboard_queries(paths=None, host=None, unit=None, rate_interval="1m", inte
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("files", nargs="*", help="dashboard JSON files (default: the role's dashboards)")
     parser.add_argument("--host", action="append", help="value of $host (repeat for several)")
     parser.add_argument("--unit", action="append", help="value of $unit (repeat for several)")
