@@ -219,7 +219,7 @@ def look(args, state, now):
     tokens = generation_tokens(args.url, args.request_timeout)
     before = state.get("generation_tokens")
     if not ok and tokens is not None and before is not None and tokens > before:
-        reason = "%s; but generation tokens rose %.0f -> %.0f: busy, not hung" % (reason, before, tokens)
+        reason = "%s; but generation tokens rose %.0f -> %.0f: busy, not hung" % (reason, float(before), float(tokens))
         alive = True
     else:
         alive = ok

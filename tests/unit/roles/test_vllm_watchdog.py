@@ -319,7 +319,7 @@ def test_the_state_file_and_textfile_hold_the_design_fields(host, vllm):
         assert "# TYPE gauntlet_vllm_watchdog_%s %s\n" % (name, kind) in text
         assert 'gauntlet_vllm_watchdog_%s{unit="%s"} ' % (name, UNIT) in text
     assert _metric(text, "last_run_timestamp_seconds") >= before
-    assert [name for name in os.listdir(str(host.textfile_dir))] == ["gauntlet_vllm_watchdog_vllm_tiny_llama_service.prom"]
+    assert os.listdir(str(host.textfile_dir)) == ["gauntlet_vllm_watchdog_vllm_tiny_llama_service.prom"]
 
 
 def test_a_write_that_fails_leaves_the_old_file_whole_and_no_temporary(host, monkeypatch):
