@@ -13,20 +13,12 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import flag_value
+
 # Addresses only the host itself can reach: a server bound there cannot be scraped from a monitoring host.
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 # vLLM binds every interface when --host is absent (uvicorn's host None) or one of these.
 ALL_INTERFACES = ("", "0.0.0.0", "::", "[::]")
-
-
-def _flag_value(argv, flag):
-    """The value of ``--flag value`` or ``--flag=value`` in argv, else None."""
-    for index, word in enumerate(argv):
-        if word == flag and index + 1 < len(argv):
-            return argv[index + 1]
-        if word.startswith(flag + "="):
-            return word[len(flag) + 1:]
-    return None
 
 
 def _target_address(listen_host, address):
@@ -61,11 +53,11 @@ def vllm_scrape_targets(units, host, address):
         if not _wanted(unit):
             skipped.append({"unit": unit.get("name"), "reason": "disabled and not running (not meant to serve)"})
             continue
-        target_host, why_not = _target_address(_flag_value(argv, "--host") or "", address)
+        target_host, why_not = _target_address(flag_value(argv, "--host") or "", address)
         if why_not:
             skipped.append({"unit": unit.get("name"), "reason": why_not})
             continue
-        model = _flag_value(argv, "--served-model-name") or unit.get("model") or ""
+        model = flag_value(argv, "--served-model-name") or unit.get("model") or ""
         groups.append({"targets": [_host_port(target_host, int(unit.get("port") or 8000))],
                        "labels": {"host": host, "unit": unit.get("name"), "model": model}})
     return {"vllm": groups, "skipped": skipped}

@@ -31,17 +31,9 @@ import time
 from urllib.error import HTTPError, URLError
 from urllib.request import HTTPSHandler, ProxyHandler, build_opener
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import (
-    SHOW_PROPERTIES,
-    describe_unit,
-    exec_start_argv,
-    flag_value,
-    parse_show,
-)
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import find_units, flag_value
 
 DEFAULT_STATE_DIR = "/var/lib/gauntlet-vllm"
-# Keep each systemctl command line short, however many units a host has (as vllm_service_info).
-SHOW_BATCH = 200
 # A /metrics larger than this is not a vLLM server's (0.32 writes about 60 KiB).
 MAX_METRICS_BYTES = 16 * 1024 * 1024
 HOUR_SECONDS = 3600
@@ -313,64 +305,6 @@ def read_watchdog(state_dir, unit, now):
 
 
 # ---- the units ------------------------------------------------------------------------------
-
-class UnitsError(Exception):
-    """systemctl failed, or a unit asked for is not a vLLM unit."""
-
-
-def _first_column(run, args):
-    rc, out, err = run(args + ["--no-legend", "--plain", "--no-pager"])
-    if rc != 0:
-        raise UnitsError("systemctl %s failed: %s" % (" ".join(args), err.strip() or out.strip()))
-    names = []
-    for line in out.splitlines():
-        words = line.split()
-        # Templates (foo@.service) have no ExecStart of their own to read.
-        if words and words[0].endswith(".service") and not words[0].endswith("@.service"):
-            names.append(words[0])
-    return names
-
-
-def _show(run, names):
-    """``systemctl show`` properties of ``names`` (in batches) -> list of property dicts."""
-    blocks = []
-    for start in range(0, len(names), SHOW_BATCH):
-        batch = names[start:start + SHOW_BATCH]
-        rc, out, err = run(["show", "--no-pager", "-p", ",".join(SHOW_PROPERTIES + ("LoadState",))] + batch)
-        if rc != 0:
-            raise UnitsError("systemctl show failed: %s" % (err.strip() or out.strip()))
-        blocks.extend(parse_show(out))
-    return blocks
-
-
-def find_units(run, wanted=None):
-    """The vLLM units of the host (every one, or those named in ``wanted``), sorted by name.
-
-    Each item is ``(unit facts as vllm_units.describe_unit gives them, raw argv)``. A name in
-    ``wanted`` that systemd does not know or that does not run vLLM raises UnitsError naming it.
-    """
-    if wanted:
-        names = sorted(set(wanted))
-    else:
-        names = sorted(set(_first_column(run, ["list-unit-files", "--type=service"])
-                           + _first_column(run, ["list-units", "--type=service", "--all"])))
-    found = {}
-    for props in _show(run, names):
-        unit = describe_unit(props)
-        if unit is not None:
-            found[unit["name"]] = (unit, exec_start_argv(props.get("ExecStart")))
-        elif wanted and props.get("Id") in wanted:
-            found[props.get("Id")] = "not-found" if props.get("LoadState") == "not-found" else "not vLLM"
-    problems = []
-    for name in sorted(set(wanted or ())):
-        entry = found.get(name)
-        if not isinstance(entry, tuple):
-            why = "its ExecStart does not run a vLLM server" if entry == "not vLLM" else "systemd has no such unit"
-            problems.append("%s: %s" % (name, why))
-    if problems:
-        raise UnitsError("units asked for that are not vLLM units on this host: %s" % "; ".join(problems))
-    return [found[name] for name in sorted(found) if isinstance(found[name], tuple)]
-
 
 def unit_report(unit, argv, options, now, fetch=fetch_text):
     """One unit's entry: state, /metrics figures (or why not) and watchdog (or why not)."""

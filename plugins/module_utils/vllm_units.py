@@ -466,3 +466,67 @@ def listen_host(host, api_key_set, allow_unauthenticated):
     return host, ("vllm_service_host %s accepts connections from other machines, but no API key is set: set "
                   "vllm_service_api_key (or VLLM_API_KEY in vllm_service_secret_env), or set "
                   "vllm_service_allow_unauthenticated: true to serve without one, or listen on 127.0.0.1" % host)
+
+
+# ---- listing the host's vLLM units (vllm_service_info, vllm_monitoring_info) ---------------------
+
+# Keep each systemctl command line short, however many units a host has.
+SHOW_BATCH = 200
+
+
+class UnitsError(Exception):
+    """systemctl failed, or a unit asked for is not a vLLM unit."""
+
+
+def _first_column(run, args):
+    rc, out, err = run(args + ["--no-legend", "--plain", "--no-pager"])
+    if rc != 0:
+        raise UnitsError("systemctl %s failed: %s" % (" ".join(args), err.strip() or out.strip()))
+    names = []
+    for line in out.splitlines():
+        words = line.split()
+        # Templates (foo@.service) have no ExecStart of their own to read.
+        if words and words[0].endswith(".service") and not words[0].endswith("@.service"):
+            names.append(words[0])
+    return names
+
+
+def _show(run, names):
+    """``systemctl show`` properties of ``names`` (in batches) -> list of property dicts."""
+    blocks = []
+    for start in range(0, len(names), SHOW_BATCH):
+        batch = names[start:start + SHOW_BATCH]
+        rc, out, err = run(["show", "--no-pager", "-p", ",".join(SHOW_PROPERTIES + ("LoadState",))] + batch)
+        if rc != 0:
+            raise UnitsError("systemctl show failed: %s" % (err.strip() or out.strip()))
+        blocks.extend(parse_show(out))
+    return blocks
+
+
+def find_units(run, wanted=None):
+    """The vLLM units of the host (every one, or those named in ``wanted``), sorted by name.
+
+    Each item is ``(unit facts as vllm_units.describe_unit gives them, raw argv)``. A name in
+    ``wanted`` that systemd does not know or that does not run vLLM raises UnitsError naming it.
+    """
+    if wanted:
+        names = sorted(set(wanted))
+    else:
+        names = sorted(set(_first_column(run, ["list-unit-files", "--type=service"])
+                           + _first_column(run, ["list-units", "--type=service", "--all"])))
+    found = {}
+    for props in _show(run, names):
+        unit = describe_unit(props)
+        if unit is not None:
+            found[unit["name"]] = (unit, exec_start_argv(props.get("ExecStart")))
+        elif wanted and props.get("Id") in wanted:
+            found[props.get("Id")] = "not-found" if props.get("LoadState") == "not-found" else "not vLLM"
+    problems = []
+    for name in sorted(set(wanted or ())):
+        entry = found.get(name)
+        if not isinstance(entry, tuple):
+            why = "its ExecStart does not run a vLLM server" if entry == "not vLLM" else "systemd has no such unit"
+            problems.append("%s: %s" % (name, why))
+    if problems:
+        raise UnitsError("units asked for that are not vLLM units on this host: %s" % "; ".join(problems))
+    return [found[name] for name in sorted(found) if isinstance(found[name], tuple)]

@@ -210,11 +210,8 @@ summary:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_monitoring import (
-    DEFAULT_STATE_DIR,
-    UnitsError,
-    monitoring_info,
-)
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_monitoring import DEFAULT_STATE_DIR, monitoring_info
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import UnitsError
 
 
 def main():

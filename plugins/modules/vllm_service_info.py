@@ -142,46 +142,11 @@ conflicts:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import (
-    SHOW_PROPERTIES,
-    describe_unit,
+    UnitsError,
     find_conflicts,
+    find_units,
     parse_devices,
-    parse_show,
 )
-
-# Keep each systemctl command line short, however many units a host has.
-SHOW_BATCH = 200
-
-
-def _first_column(module, args):
-    systemctl = module.get_bin_path("systemctl", required=True)
-    rc, out, err = module.run_command([systemctl] + args + ["--no-legend", "--plain", "--no-pager"])
-    if rc != 0:
-        module.fail_json(msg="systemctl %s failed: %s" % (" ".join(args), err.strip() or out.strip()))
-    names = []
-    for line in out.splitlines():
-        words = line.split()
-        # Templates (foo@.service) have no ExecStart of their own to read.
-        if words and words[0].endswith(".service") and not words[0].endswith("@.service"):
-            names.append(words[0])
-    return names
-
-
-def list_vllm_units(module):
-    names = sorted(set(_first_column(module, ["list-unit-files", "--type=service"])
-                       + _first_column(module, ["list-units", "--type=service", "--all"])))
-    systemctl = module.get_bin_path("systemctl", required=True)
-    units = []
-    for start in range(0, len(names), SHOW_BATCH):
-        batch = names[start:start + SHOW_BATCH]
-        rc, out, err = module.run_command([systemctl, "show", "--no-pager", "-p", ",".join(SHOW_PROPERTIES)] + batch)
-        if rc != 0:
-            module.fail_json(msg="systemctl show failed: %s" % (err.strip() or out.strip()))
-        for props in parse_show(out):
-            unit = describe_unit(props)
-            if unit is not None:
-                units.append(unit)
-    return sorted(units, key=lambda unit: unit["name"])
 
 
 def main():
@@ -193,7 +158,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    units = list_vllm_units(module)
+    systemctl = module.get_bin_path("systemctl", required=True)
+    try:
+        units = [entry[0] for entry in find_units(lambda args: module.run_command([systemctl] + args))]
+    except UnitsError as exc:
+        module.fail_json(msg=str(exc))
     conflicts = find_conflicts(units, module.params["name"], parse_devices(module.params["devices"]),
                                module.params["port"])
     module.exit_json(changed=False, units=units, conflicts=conflicts)

@@ -26,6 +26,7 @@ import pytest
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_monitoring as vm
+from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_units as vu
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures")
 with open(os.path.join(FIXTURES, "vllm", "metrics-0.32.0-tiny-llama.txt")) as _handle:
@@ -44,6 +45,8 @@ def serving(body=CAPTURED, status=200, delay=0.0):
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)
+            # Recorded before answering: the client may return (and the test read paths) before a later append.
+            self.server.paths.append(self.path)
             time.sleep(delay)
             data = body.encode("utf-8")
             self.send_response(status)
@@ -51,7 +54,6 @@ def serving(body=CAPTURED, status=200, delay=0.0):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
-            self.server.paths.append(self.path)
 
         def log_message(self, *args):
             pass
@@ -304,8 +306,8 @@ def test_named_units_that_are_not_vllm_units_fail_naming_each():
     blocks = [("a.service", show_block("a.service")),
               ("ssh.service", show_block("ssh.service", argv="/usr/sbin/sshd -D")),
               ("gone.service", show_block("gone.service", active="inactive", argv="", load="not-found"))]
-    with pytest.raises(vm.UnitsError) as caught:
-        vm.find_units(systemctl(blocks), ["a.service", "ssh.service", "gone.service"])
+    with pytest.raises(vu.UnitsError) as caught:
+        vu.find_units(systemctl(blocks), ["a.service", "ssh.service", "gone.service"])
     assert str(caught.value) == ("units asked for that are not vLLM units on this host: gone.service: systemd has no such "
                                  "unit; ssh.service: its ExecStart does not run a vLLM server")
 
@@ -313,7 +315,7 @@ def test_named_units_that_are_not_vllm_units_fail_naming_each():
 def test_named_units_are_shown_without_listing_every_unit():
     calls = []
     blocks = [("a.service", show_block("a.service")), ("b.service", show_block("b.service"))]
-    found = vm.find_units(systemctl(blocks, calls), ["b.service"])
+    found = vu.find_units(systemctl(blocks, calls), ["b.service"])
     assert [unit["name"] for unit, _argv in found] == ["b.service"]
     assert [call[0] for call in calls] == ["show"]
 
