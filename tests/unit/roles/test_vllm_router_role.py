@@ -250,7 +250,8 @@ def test_failing_check_takes_the_server_down_and_back_up(router):
     while vr.router_info({"socket": sock, "backend": "vllm"})["servers"]["gpu-02"]["operational_state"] != "DOWN":
         assert time.monotonic() < deadline, "gpu-02 never went DOWN"
         time.sleep(0.2)
-    with pytest.raises(vr.RouterError, match=r"server vllm/gpu-02 did not become UP \(health check passing\) within 1.5s: last seen .*status DOWN, check L7STS"):
+    wanted = r"server vllm/gpu-02 did not become UP \(health check passing\) within 1.5s: last seen .*status DOWN, check L7STS"
+    with pytest.raises(vr.RouterError, match=wanted):
         vr.wait_for(sock, "vllm", "gpu-02", "up", 1.5)
     router["fakes"][1].mode = "ok"
     assert vr.wait_for(sock, "vllm", "gpu-02", "up", 10)[0]["check_status"] == "L7OK"

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Tests for module_utils/vllm_router.py (HAProxy's runtime API).
 
-STAT and STATE are the answers of a real HAProxy 2.6.12 (Debian bookworm) running the role's configuration,
+STAT and STATE (tests/unit/fixtures/haproxy/) are the answers of a real HAProxy 2.6.12 (Debian bookworm) running the role's configuration,
 gpu-01 drained with its check passing (L7OK) and gpu-02 down (nothing listening: L4CON). A fake runtime
 API (a callable, and once a real UNIX socket server) replays them with the sessions and states a test sets.
 """
@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import socket
 import threading
 
@@ -19,9 +20,11 @@ import pytest
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_router as vr
 
-STAT = '# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act,bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle,lbtot,tracked,type,rate,rate_lim,rate_max,check_status,check_code,check_duration,hrsp_1xx,hrsp_2xx,hrsp_3xx,hrsp_4xx,hrsp_5xx,hrsp_other,hanafail,req_rate,req_rate_max,req_tot,cli_abrt,srv_abrt,comp_in,comp_out,comp_byp,comp_rsp,lastsess,last_chk,last_agt,qtime,ctime,rtime,ttime,agent_status,agent_code,agent_duration,check_desc,agent_desc,check_rise,check_fall,check_health,agent_rise,agent_fall,agent_health,addr,cookie,mode,algo,conn_rate,conn_rate_max,conn_tot,intercepted,dcon,dses,wrew,connect,reuse,cache_lookups,cache_hits,srv_icur,src_ilim,qtime_max,ctime_max,rtime_max,ttime_max,eint,idle_conn_cur,safe_conn_cur,used_conn_cur,need_conn_est,uweight,agg_server_status,agg_server_check_status,agg_check_status,-,ssl_sess,ssl_reused_sess,ssl_failed_handshake,h2_headers_rcvd,h2_data_rcvd,h2_settings_rcvd,h2_rst_stream_rcvd,h2_goaway_rcvd,h2_detected_conn_protocol_errors,h2_detected_strm_protocol_errors,h2_rst_stream_resp,h2_goaway_resp,h2_open_connections,h2_backend_open_streams,h2_total_connections,h2_backend_total_streams,h1_open_connections,h1_open_streams,h1_total_connections,h1_total_streams,h1_bytes_in,h1_bytes_out,h1_spliced_bytes_in,h1_spliced_bytes_out,\nvllm_in,FRONTEND,,,0,0,4096,0,0,0,0,0,0,,,,,OPEN,,,,,,,,,1,2,0,,,,0,0,0,0,,,,0,0,0,0,0,0,,0,0,0,,,0,0,0,0,,,,,,,,,,,,,,,,,,,,,http,,0,0,0,0,0,0,0,,,0,0,,,,,,,0,,,,,,,,,-,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\nvllm_router_stats,FRONTEND,,,0,0,4096,0,0,0,0,0,0,,,,,OPEN,,,,,,,,,1,3,0,,,,0,0,0,0,,,,0,0,0,0,0,0,,0,0,0,,,0,0,0,0,,,,,,,,,,,,,,,,,,,,,http,,0,0,0,0,0,0,0,,,0,0,,,,,,,0,,,,,,,,,-,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\nvllm,gpu-01,0,0,0,0,,0,0,0,,0,,0,0,0,0,DRAIN,1,1,0,0,0,0,0,,1,4,1,,0,,2,0,,0,L7OK,200,1,0,0,0,0,0,0,,,,0,0,0,,,,,-1,,,0,0,0,0,,,,Layer7 check passed,,2,2,3,,,,127.0.0.1:18001,,http,,,,,,,,0,0,0,,,0,,0,0,0,0,0,0,0,0,1,1,,,,-,0,0,0,,,,,,,,,,,,,,,,,,,,,,\nvllm,gpu-02,0,0,0,0,,0,0,0,,0,,0,0,0,0,DOWN,1,1,0,1,1,3,3,,1,4,2,,0,,2,0,,0,L4CON,,0,0,0,0,0,0,0,,,,0,0,0,,,,,-1,Connection refused,,0,0,0,0,,,,Layer4 connection problem,,2,2,0,,,,127.0.0.1:18002,,http,,,,,,,,0,0,0,,,0,,0,0,0,0,0,0,0,0,1,1,,,,-,0,0,0,,,,,,,,,,,,,,,,,,,,,,\nvllm,BACKEND,0,0,0,0,410,0,0,0,0,0,,0,0,0,0,DOWN,0,0,0,,1,0,0,,1,4,0,,0,,1,0,,0,,,,0,0,0,0,0,0,,,,0,0,0,0,0,0,0,-1,,,0,0,0,0,,,,,,,,,,,,,,http,leastconn,,,,,,,0,0,0,0,0,,,0,0,0,0,0,,,,,0,0,0,0,-,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,7,7,705,760,0,0,\n\n'
-
-STATE = '1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n4 vllm 1 gpu-01 127.0.0.1 2 8 1 1 0 15 3 3 6 0 0 0 - 18001 - 0 0 - - 0\n4 vllm 2 gpu-02 127.0.0.1 0 0 1 1 3 8 2 0 6 0 0 0 - 18002 - 0 0 - - 0\n\n'
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures", "haproxy")
+with open(os.path.join(FIXTURES, "show-stat-2.6.12.csv")) as _handle:
+    STAT = _handle.read()
+with open(os.path.join(FIXTURES, "show-servers-state-2.6.12.txt")) as _handle:
+    STATE = _handle.read()
 
 
 class Api:
@@ -215,8 +218,8 @@ def test_wait_up_needs_status_up():
 def test_info_reports_every_server():
     result = vr.router_info({"socket": "/s", "backend": "vllm"}, command=Api())
     assert sorted(result["servers"]) == ["gpu-01", "gpu-02"]
-    assert set(result["servers"]["gpu-01"]) >= {"admin_state", "operational_state", "check_status", "current_sessions",
-                                               "total_sessions", "failed_checks"}
+    wanted = {"admin_state", "operational_state", "check_status", "current_sessions", "total_sessions", "failed_checks"}
+    assert set(result["servers"]["gpu-01"]) >= wanted
 
 
 # ---- the UNIX socket -------------------------------------------------------------------------------------
