@@ -252,3 +252,10 @@ def test_runtime_command_names_a_missing_socket(tmp_path):
     path = str(tmp_path / "nothing.sock")
     with pytest.raises(vr.RouterError, match="HAProxy's runtime API at %s did not answer 'show stat'" % path):
         vr.runtime_command(path, "show stat")
+
+
+def test_wait_up_is_not_a_drained_server_whose_check_passes():
+    api, clock = Api(), Clock()
+    api.servers["gpu-01"].update(status="DRAIN", check="L7OK", admin=8)
+    with pytest.raises(vr.RouterError, match=r"did not become UP .*status DRAIN, check L7OK"):
+        vr.wait_for("/s", "vllm", "gpu-01", "up", 2, command=api, clock=clock, sleep=clock.sleep)
