@@ -98,6 +98,9 @@ def test_dropin_points_the_package_unit_at_the_role_files():
     lines = render("haproxy-gauntlet.conf.j2").splitlines()
     assert lines.index("[Service]") < lines.index('Environment="CONFIG=/etc/haproxy/gauntlet-vllm.cfg"')
     assert lines.index("[Service]") < lines.index("EnvironmentFile=/etc/haproxy/gauntlet-vllm.env")
+    # No chroot in the role's configuration: the package's /dev/log bind mount is reset.
+    assert lines.index("[Service]") < lines.index("BindReadOnlyPaths=")
+    assert "chroot" not in render("haproxy.cfg.j2")
 
 
 def test_no_key_no_authorization_header():
