@@ -17,7 +17,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-APT_PACKAGES=(podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs systemd dbus-user-session unzip git)
+APT_PACKAGES=(podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs systemd dbus-user-session unzip git haproxy)
 ANSIBLE_PACKAGE_VERSION="12.3.0"   # the community package whose wheel carries the collections
 COLLECTIONS=(containers/podman community/general ansible/posix)
 
