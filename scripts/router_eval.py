@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Compare HAProxy and vllm-router in front of two real vLLM servers (issue 19).
 
 Stdlib only.  The two vLLM servers must already answer /v1/completions; this
@@ -29,8 +28,6 @@ import argparse
 import http.client
 import http.server
 import json
-import os
-import shlex
 import socket
 import statistics
 import subprocess
@@ -219,12 +216,12 @@ class VllmRouter:
         self.proc = None
 
     def start(self):
-        cmd = [self.args.vllm_router, "--host", "127.0.0.1", "--port", str(ROUTER_PORT),
-               "--worker-urls"] + ["http://%s" % b for b in self.backends] + [
-               "--policy", self.args.policy,
-               "--health-check-interval-secs", "2", "--health-failure-threshold", "2",
-               "--health-success-threshold", "2", "--health-check-timeout-secs", "5",
-               "--prometheus-port", str(ROUTER_METRICS_PORT), "--log-level", "warning"]
+        workers = ["http://%s" % b for b in self.backends]
+        cmd = [self.args.vllm_router, "--host", "127.0.0.1", "--port", str(ROUTER_PORT), "--worker-urls"] + workers + [
+            "--policy", self.args.policy,
+            "--health-check-interval-secs", "2", "--health-failure-threshold", "2",
+            "--health-success-threshold", "2", "--health-check-timeout-secs", "5",
+            "--prometheus-port", str(ROUTER_METRICS_PORT), "--log-level", "warning"]
         if self.api_key:
             cmd += ["--api-key", self.api_key]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open("/tmp/router-eval-vllm-router.log", "w"))
@@ -236,7 +233,7 @@ class VllmRouter:
         self.proc.wait(10)
 
     def _admin(self, path):
-        status, _ = post(self.url, path, {}, timeout=30)
+        status, _body = post(self.url, path, {}, timeout=30)
         return status
 
     def remove(self, name):
@@ -263,11 +260,11 @@ class Load:
         self.results = []  # (t_end, status)
         self.stop_evt = threading.Event()
         self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(workers)]
+        self.threads = [threading.Thread(target=self._run, daemon=True) for _worker in range(workers)]
 
     def _run(self):
         while not self.stop_evt.is_set():
-            status, _ = completion(self.url, self.model, 8)
+            status, _body = completion(self.url, self.model, 8)
             with self.lock:
                 self.results.append((time.monotonic(), status))
             time.sleep(self.think)
@@ -283,7 +280,7 @@ class Load:
             t.join(150)
 
     def summary(self):
-        failed = [s for _, s in self.results if s != 200]
+        failed = [s for _when, s in self.results if s != 200]
         return {"requests": len(self.results), "failed": len(failed),
                 "failed_statuses": sorted(set(failed))}
 
@@ -342,10 +339,10 @@ def pct(values, q):
 
 def latency(args, routers):
     targets = [("direct", args.backend[0])] + [(r.name, r.url) for r in routers]
-    samples = {(name, n): [] for name, _ in targets for n in (1, 32)}
+    samples = {(name, n): [] for name, _url in targets for n in (1, 32)}
     errors = 0
-    for _ in range(5):  # warm-up, not recorded: both backends and both routers' connections
-        for _, url in targets + [("b", args.backend[1])]:
+    for _round in range(5):  # warm-up, not recorded: both backends and both routers' connections
+        for _name, url in targets + [("b", args.backend[1])]:
             completion(url, args.model, 32)
     for rnd in range(args.rounds):
         order = targets[rnd % len(targets):] + targets[:rnd % len(targets)]
@@ -359,7 +356,7 @@ def latency(args, routers):
     out = {"rounds": args.rounds, "errors": errors, "rows": []}
     for n in (1, 32):
         direct = statistics.median(samples[("direct", n)])
-        for name, _ in targets:
+        for name, _url in targets:
             vals = samples[(name, n)]
             med = statistics.median(vals)
             out["rows"].append({"target": name, "max_tokens": n, "n": len(vals), "median_ms": round(med, 1),
@@ -425,7 +422,7 @@ def make_routers(args):
 
 def run_all(args):
     results = {"argv": sys.argv[1:], "haproxy_version": subprocess.run(
-        [args.haproxy, "-v"], capture_output=True, text=True).stdout.splitlines()[0]}
+        [args.haproxy, "-v"], capture_output=True, text=True, check=False).stdout.splitlines()[0]}
     routers = make_routers(args)
     if args.what in ("all", "latency", "failover", "drain"):
         try:

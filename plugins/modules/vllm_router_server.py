@@ -60,7 +60,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Predicts RV(changed) from the current state; sets nothing and does not wait.
+    details: Predicts C(changed) from the current state; sets nothing and does not wait.
 notes:
   - HAProxy keeps a state set over the runtime API until it is changed again or HAProxy restarts; a reload of the
     role's configuration does not carry it over to the new process (the role's C(ready) entry point sets it again).

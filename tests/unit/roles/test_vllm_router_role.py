@@ -185,7 +185,7 @@ class Fake:
 
 @pytest.fixture
 def router(tmp_path):
-    ports = [_free_port() for _ in range(4)]
+    ports = [_free_port() for _port in range(4)]
     fakes = [Fake(ports[0]), Fake(ports[1])]
     sock = str(tmp_path / "admin.sock")
     text = render("haproxy.cfg.j2", _vllm_router_admin_socket=sock, vllm_router_port=ports[2], vllm_router_stats_port=ports[3],
@@ -237,7 +237,7 @@ def test_requests_pass_and_drain_sends_no_new_request(router):
     assert result["changed"] and result["state_before"] == "ready" and result["state"] == "drain"
     assert vr.router_info({"socket": router["sock"], "backend": "vllm"})["servers"]["gpu-01"]["operational_state"] == "DRAIN"
     before = len(router["fakes"][0].clients())
-    for _ in range(6):
+    for _attempt in range(6):
         assert complete(router["url"])[0] == 200
     assert len(router["fakes"][0].clients()) == before
     result = vr.router_server({"socket": router["sock"], "backend": "vllm", "server": "gpu-01", "state": "ready",
@@ -261,7 +261,7 @@ def test_failing_check_takes_the_server_down_and_back_up(router):
 
 def test_a_server_that_closes_without_answering_is_retried_on_the_other(router):
     router["fakes"][0].mode = "drop"
-    for _ in range(6):
+    for _attempt in range(6):
         status, body = complete(router["url"])
         assert status == 200
     assert len(router["fakes"][1].clients()) == 6

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A client of the fleet's one endpoint: workers send completions through the router until a stop file appears.
 
 Every request's outcome is kept: HTTP status (or the connection error), latency, and when it ended. On stop,
@@ -61,7 +60,7 @@ def main():
     with open(args.key_file) as handle:
         key = handle.read().strip()
     results, lock, started = [], threading.Lock(), time.time()
-    threads = [threading.Thread(target=worker, args=(args, key, results, lock)) for _ in range(args.workers)]
+    threads = [threading.Thread(target=worker, args=(args, key, results, lock)) for _worker in range(args.workers)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -232,7 +232,7 @@ def test_runtime_command_over_a_unix_socket(tmp_path):
     received = []
 
     def serve():
-        conn, _ = server.accept()
+        conn, _address = server.accept()
         data = b""
         while not data.endswith(b"\n"):
             data += conn.recv(100)
