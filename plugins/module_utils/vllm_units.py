@@ -123,6 +123,19 @@ def served_model(argv):
     return flag_value(argv, "--model")
 
 
+def served_model_name(argv):
+    """The name clients ask for: the first of ``--served-model-name`` (vLLM takes one or more), else the model.
+
+    vLLM answers a request for any other name with 404, so a probe must send this one, never the model's path.
+    """
+    for index, word in enumerate(argv):
+        if word == "--served-model-name" and index + 1 < len(argv) and not argv[index + 1].startswith("-"):
+            return argv[index + 1]
+        if word.startswith("--served-model-name="):
+            return word.split("=", 1)[1] or served_model(argv)
+    return served_model(argv)
+
+
 def parse_devices(value):
     """``CUDA_VISIBLE_DEVICES`` (or a list of GPU ids) as a sorted list of ids, or ``ALL_DEVICES``."""
     if value is None:
@@ -168,6 +181,7 @@ def describe_unit(props):
         "devices": parse_devices(env.get("CUDA_VISIBLE_DEVICES")),
         "port": port,
         "model": served_model(argv),
+        "served_model_name": served_model_name(argv),
         # Units written by anybody: someone's --api-key must not become a fact.
         "argv": redact_argv(argv),
     }

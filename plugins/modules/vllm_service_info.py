@@ -111,6 +111,10 @@ units:
       description: The model it serves.
       type: str
       sample: /models/moonshotai/Kimi-K2.5
+    served_model_name:
+      description: The name clients send as C(model) (the first C(--served-model-name)), the model when not set.
+      type: str
+      sample: kimi-k25
     argv:
       description:
         - The command line, split on spaces, with the values of vLLM's secret flags (C(--api-key), C(--hf-token),

@@ -70,6 +70,7 @@ def test_describe_unit_reads_port_model_and_devices():
         environment='CUDA_VISIBLE_DEVICES=3,1,2 "NCCL_ALGO=Ring,Tree" HF_HUB_OFFLINE=1'))[0])
     assert unit["port"] == 8001
     assert unit["model"] == "/models/moonshotai/Kimi-K2.5"
+    assert unit["served_model_name"] == "/models/moonshotai/Kimi-K2.5"
     assert unit["devices"] == ["1", "2", "3"]
     assert unit["running"] is True and unit["enabled"] is True
     assert unit["main_pid"] == 41
@@ -84,6 +85,19 @@ def test_describe_unit_defaults_and_non_vllm_units():
     assert unit["devices"] == vllm_units.ALL_DEVICES
     assert unit["running"] is False and unit["enabled"] is False
     assert vllm_units.describe_unit(vllm_units.parse_show(show_block("ssh.service", exec_start("/usr/sbin/sshd -D")))[0]) is None
+
+
+@pytest.mark.parametrize("argv, expected", [
+    ("/v/bin/vllm serve /models/m --served-model-name kimi --port 8001", "kimi"),
+    ("/v/bin/vllm serve /models/m --served-model-name kimi kimi-alias --port 8001", "kimi"),
+    ("/v/bin/vllm serve /models/m --served-model-name=kimi", "kimi"),
+    ("/v/bin/python -m vllm.entrypoints.openai.api_server --model /m/x --served-model-name x", "x"),
+    ("/v/bin/vllm serve /models/m --port 8001", "/models/m"),
+])
+def test_served_model_name_is_what_clients_ask_for(argv, expected):
+    # A readiness probe that sent the model's path instead of this name got 404 until its timeout.
+    unit = vllm_units.describe_unit(vllm_units.parse_show(show_block("vllm-m.service", exec_start(argv)))[0])
+    assert unit["served_model_name"] == expected
 
 
 @pytest.mark.parametrize("left, right, overlap", [
