@@ -45,7 +45,10 @@ stage_sanity() {
 
 stage_unit() {
   # Tests import the collection as ansible_collections.gauntlet.vllm, through the checkout link.
-  PYTHONPATH="$GAUNTLET_ROOT/.rig/collections${PYTHONPATH:+:$PYTHONPATH}" python -m pytest tests/unit tests/integration -q -p no:cacheprovider
+  # Two workers (pytest-xdist), a test file each at a time: most of the time goes to ansible-playbook and
+  # haproxy subprocesses, and every test keeps its files under its own tmp_path and its ports free-picked.
+  PYTHONPATH="$GAUNTLET_ROOT/.rig/collections${PYTHONPATH:+:$PYTHONPATH}" python -m pytest tests/unit tests/integration \
+    -q -p no:cacheprovider -n "${GAUNTLET_TEST_WORKERS:-2}" --dist loadfile --durations=10
 }
 
 stage_bench() {
