@@ -128,12 +128,7 @@ def served_model_name(argv):
 
     vLLM answers a request for any other name with 404, so a probe must send this one, never the model's path.
     """
-    for index, word in enumerate(argv):
-        if word == "--served-model-name" and index + 1 < len(argv) and not argv[index + 1].startswith("-"):
-            return argv[index + 1]
-        if word.startswith("--served-model-name="):
-            return word.split("=", 1)[1] or served_model(argv)
-    return served_model(argv)
+    return flag_value(argv, "--served-model-name") or served_model(argv)
 
 
 def parse_devices(value):
