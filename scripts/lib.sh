@@ -25,6 +25,11 @@ export GAUNTLET_PROMTOOL="$GAUNTLET_RIG_DIR/prometheus/usr/bin/promtool"
 export ANSIBLE_COLLECTIONS_PATH="$GAUNTLET_ROOT/.rig/collections:$GAUNTLET_RIG_DIR/collections"
 export ANSIBLE_CONFIG="$GAUNTLET_ROOT/ansible.cfg"
 export PATH="$GAUNTLET_VENV/bin:$PATH"
+# The rig's hosts are podman containers: rig/connection_plugins/podman.py is containers.podman's
+# connection with `podman exec -i`, so Ansible pipelines each module into one exec instead of five
+# (mkdir, copy, chmod, run, rm). It halved a simple task's time on the rig.
+export ANSIBLE_CONNECTION_PLUGINS="$GAUNTLET_ROOT/rig/connection_plugins"
+export ANSIBLE_PIPELINING=true
 # molecule reads these to find the rig's artefacts.
 export GAUNTLET_TARGET_WHEELHOUSE=/opt/gauntlet/wheelhouse
 
