@@ -745,12 +745,16 @@ def build_workload(params, entry):
 
 
 def warm_up(params, loop, prompts, prompt_lens):
-    """Send the warm-up requests one at a time; the reason the sweep cannot start when one fails, else None."""
+    """Send the warm-up requests, up to the sweep's highest concurrency at a time (as ``vllm bench serve
+    --num-warmups`` does with its ``--max-concurrency``): a server just started is slow on its first batches of a
+    new size, and one request at a time would leave the first level to pay for that. The reason the sweep cannot
+    start when one fails, else None."""
     count = params["warmup_requests"]
     if not count:
         return None
     records, dummy = loop.run_until_complete(run_level(
-        params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count], 1,
+        params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count],
+        min(count, max(params["concurrency"])),
         params["output_len"], params["ignore_eos"], params["request_timeout"], params["api_key"],
         max_failure_ratio=0, validate_certs=params["validate_certs"]))
     failed = [record for record in records if not record["ok"] and not record.get("abandoned")]

@@ -87,7 +87,11 @@ options:
     type: bool
     default: true
   warmup_requests:
-    description: Requests sent one at a time before the sweep, not measured.
+    description:
+      - Requests sent before the sweep, not measured, up to the highest O(concurrency) at a time (as C(vllm bench serve
+        --num-warmups) does with its C(--max-concurrency)).
+      - A server just started is slow on its first batches of a new size; warm-up requests at the sweep's concurrency
+        keep that out of the first level.
     type: int
     default: 2
   request_timeout:

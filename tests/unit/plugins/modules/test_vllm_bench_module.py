@@ -69,7 +69,16 @@ class FakeVLLM(BaseHTTPRequestHandler):
         with state["lock"]:
             state["posts"] += 1
             number = state["posts"]
-        mode = state["mode"](number)
+            state["in_flight"] += 1
+            state["in_flight_at_post"].append(state["in_flight"])
+        try:
+            self._answer(request, state["mode"](number))
+        finally:
+            with state["lock"]:
+                state["in_flight"] -= 1
+
+    def _answer(self, request, mode):
+        state = self.server.state
         if mode == "http_500":
             self._send(500, b'{"error": {"message": "EngineCore encountered an issue", "code": 500}}')
         elif mode == "redirect":
@@ -77,6 +86,9 @@ class FakeVLLM(BaseHTTPRequestHandler):
         elif mode == "hang":
             state["release"].wait(30)
             self._send(500, b"released")
+        elif mode == "slow":
+            time.sleep(0.2)
+            self._stream(request, cut=False)
         else:
             self._stream(request, cut=(mode == "cut"))
 
@@ -105,6 +117,7 @@ def start_server(mode="ok", tls_context=None, **state):
     modes = mode if callable(mode) else (lambda number: mode)
     httpd.state = dict({"mode": modes, "models": MODELS, "detokenize": '{"prompt": "some text"}', "redirect_to": None,
                         "redirect_models": False, "health_down_after_post": False, "posts": 0, "seen": [], "lock": threading.Lock(),
+                        "in_flight": 0, "in_flight_at_post": [],
                         "release": threading.Event()}, **state)
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     scheme = "https" if tls_context is not None else "http"
@@ -221,6 +234,17 @@ def test_a_failed_warm_up_request_stops_before_the_sweep(run_module, fake_server
     assert failed and result["levels"] == [] and result["failed_level"] is None
     assert "a warm-up request failed (http_5xx): HTTP 500" in result["msg"]
     assert len(completion_posts(state)) == 1
+
+
+@pytest.mark.parametrize("concurrency, warm_up_at", [([1, 4], 4), ([2], 2), ([1], 1)])
+def test_warm_up_requests_run_at_the_sweeps_highest_concurrency(run_module, fake_server, concurrency, warm_up_at):
+    # Like vllm bench serve's --num-warmups under --max-concurrency: a fresh server's first batches of the
+    # sweep's size are slow, and warming it one request at a time left that to the first level.
+    state, url = fake_server("slow")
+    result, failed = run_module(vllm_bench.main, bench_args(url, concurrency=concurrency, warmup_requests=4,
+                                                            requests_per_level=4))
+    assert not failed, result
+    assert max(state["in_flight_at_post"][:4]) == warm_up_at
 
 
 # ---- options out of range are refused before anything is sent --------------------------------
