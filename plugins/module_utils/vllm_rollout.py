@@ -23,16 +23,30 @@ class GateError(ValueError):
     """A sweep or baseline that is not a vllm_bench level."""
 
 
-def _level(sweep, concurrency, what):
-    """The level of ``sweep`` (a vllm_bench result, or one level) at ``concurrency``."""
+def _levels(sweep, concurrency, what):
+    """Every level of ``sweep`` (a vllm_bench result, or one level) at ``concurrency``: the gate sweeps its level
+    several times, for a median."""
     if not isinstance(sweep, dict):
         raise GateError("%s: expected a vllm_bench result, got %s" % (what, type(sweep).__name__))
     levels = sweep.get("levels") if "levels" in sweep else [sweep]
-    for level in levels or []:
-        if isinstance(level, dict) and level.get("concurrency") == concurrency:
-            return level
-    raise GateError("%s: no level at concurrency %s (levels: %s)"
-                    % (what, concurrency, [lv.get("concurrency") for lv in levels or [] if isinstance(lv, dict)]))
+    found = [level for level in levels or [] if isinstance(level, dict) and level.get("concurrency") == concurrency]
+    if not found:
+        raise GateError("%s: no level at concurrency %s (levels: %s)"
+                        % (what, concurrency, [lv.get("concurrency") for lv in levels or [] if isinstance(lv, dict)]))
+    return found
+
+
+def _median_tokens(levels, what):
+    values = sorted(_figure(level, "output_tokens_per_s", what) for level in levels)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0
+
+
+def _pooled(levels, what):
+    """The repeats of one level as one for the error rate: their requests, failed and abandoned added up."""
+    return {"requests": sum(_figure(level, "requests", what) for level in levels),
+            "failed": sum(_figure(level, "failed", what) for level in levels),
+            "abandoned": sum(float(level.get("abandoned") or 0) for level in levels)}
 
 
 def _figure(level, field, what):
@@ -50,29 +64,32 @@ def error_rate(level, what="sweep"):
 
 
 def gate_verdict(measured, baseline, concurrency, max_regression, max_error_rate):
-    """``{passed, reasons, output_tokens_per_s, baseline_output_tokens_per_s, ratio, error_rate}``.
+    """``{passed, reasons, output_tokens_per_s, baseline_output_tokens_per_s, ratio, error_rate, repeats}``.
 
     ``measured`` and ``baseline`` are vllm_bench results (or single levels); ``baseline`` None means
     the host has none recorded yet: only the error rate is judged, and the reasons say so.
     A host fails when its error rate passes ``max_error_rate`` or its output tok/s fell more than
-    ``max_regression`` (a fraction) below the baseline's at the same concurrency.
+    ``max_regression`` (a fraction) below the baseline's at the same concurrency. A sweep with the level
+    repeated counts its median output tok/s and all its requests' errors.
     """
     if not 0 <= max_regression < 1:
         raise GateError("max_regression: %r must be a fraction in [0, 1)" % (max_regression,))
-    level = _level(measured, concurrency, "the gate's sweep")
-    tokens = _figure(level, "output_tokens_per_s", "the gate's sweep")
-    errors = error_rate(level, "the gate's sweep")
+    levels = _levels(measured, concurrency, "the gate's sweep")
+    tokens = _median_tokens(levels, "the gate's sweep")
+    pooled = _pooled(levels, "the gate's sweep")
+    errors = error_rate(pooled, "the gate's sweep")
     verdict = {"passed": True, "reasons": [], "concurrency": concurrency, "output_tokens_per_s": tokens,
-               "error_rate": round(errors, 4), "baseline_output_tokens_per_s": None, "ratio": None}
+               "error_rate": round(errors, 4), "baseline_output_tokens_per_s": None, "ratio": None,
+               "repeats": len(levels)}
     if errors > max_error_rate:
         verdict["passed"] = False
         verdict["reasons"].append("error rate %.1f%% at C=%s is above the limit %.1f%% (%d of %d requests failed)"
                                   % (100 * errors, concurrency, 100 * max_error_rate,
-                                     int(level.get("failed") or 0) + int(level.get("abandoned") or 0), int(level["requests"])))
+                                     int(pooled["failed"] + pooled["abandoned"]), int(pooled["requests"])))
     if baseline is None:
         verdict["reasons"].append("no baseline recorded for this server and workload: this sweep becomes the baseline")
         return verdict
-    base_tokens = _figure(_level(baseline, concurrency, "the baseline"), "output_tokens_per_s", "the baseline")
+    base_tokens = _median_tokens(_levels(baseline, concurrency, "the baseline"), "the baseline")
     verdict["baseline_output_tokens_per_s"] = base_tokens
     ratio = tokens / base_tokens if base_tokens > 0 else None
     verdict["ratio"] = round(ratio, 3) if ratio is not None else None

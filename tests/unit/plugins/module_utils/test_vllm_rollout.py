@@ -53,6 +53,22 @@ def test_without_a_baseline_only_errors_are_judged_and_the_reason_says_so():
     assert gate_verdict(sweep(level(10.0, failed=1)), None, 4, 0.25, 0.0)["passed"] is False
 
 
+def test_a_repeated_level_is_judged_on_its_median_and_all_its_requests():
+    # One slow repeat (a noisy neighbour) does not fail the host; the baseline's repeats give their median too.
+    measured = sweep(level(390.0), level(150.0), level(410.0))
+    baseline = sweep(level(380.0), level(400.0), level(900.0))
+    verdict = gate_verdict(measured, baseline, 4, 0.25, 0.0)
+    assert verdict["passed"] is True and verdict["repeats"] == 3
+    assert (verdict["output_tokens_per_s"], verdict["baseline_output_tokens_per_s"]) == (390.0, 400.0)
+    # A real regression is slow in most repeats.
+    assert gate_verdict(sweep(level(200.0), level(410.0), level(190.0)), baseline, 4, 0.25, 0.0)["passed"] is False
+    # Errors are counted over every repeat's requests.
+    errors = gate_verdict(sweep(level(400.0, failed=1), level(400.0), level(400.0, abandoned=2)), baseline, 4, 0.25, 0.0)
+    assert errors["error_rate"] == 0.0625 and "3 of 48 requests failed" in errors["reasons"][0]
+    # An even count takes the middle two.
+    assert gate_verdict(sweep(level(300.0), level(500.0)), baseline, 4, 0.25, 0.0)["output_tokens_per_s"] == 400.0
+
+
 def test_the_level_is_picked_by_concurrency_and_a_missing_one_is_named():
     measured = sweep(level(100.0, concurrency=1), level(400.0, concurrency=4))
     assert gate_verdict(measured, level(400.0), 4, 0.25, 0.0)["output_tokens_per_s"] == 400.0
