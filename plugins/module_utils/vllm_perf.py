@@ -46,6 +46,11 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
     UNQUANTIZED_BYTES,
     padded_vocab,
 )
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_nodes import (
+    internode_allreduce_us,
+    internode_collective_us,
+    internode_p2p_us,
+)
 
 # ---------------------------------------------------------------------------
 # Calibrated constants (docs/perf-model.md "Calibration"): CONSTANT_SOURCES
@@ -213,8 +218,10 @@ class StepModel(object):
     layers see the tokens of all of them."""
 
     def __init__(self, model, plan, spec, link, stages, kv_bytes_per_token, eager=False, measured_allreduce_us=None,
-                 calibration=None):
+                 calibration=None, internode=None):
         self.model, self.plan, self.spec, self.link = model, plan, spec, link
+        # A plan over several nodes: {"link": the settled inter-node link, "layout": vllm_nodes.layout(plan)}.
+        self.internode = internode
         self.stages = stages
         # kv_bytes_per_token covers the largest stage's layers; per layer here.
         self.kv_bytes_per_layer = kv_bytes_per_token / float(max(sum(n for _p, n in stage) for stage in stages))
@@ -250,15 +257,33 @@ class StepModel(object):
         moe_layers = sum(n for profile, n in stage if profile["moe"])
         total = 0.0
         if plan["tp"] > 1:
-            total += 2 * layers * self._allreduce_s(plan["tp"], message)
+            total += 2 * layers * self._tp_allreduce_s(message)
             extra = self.allreduces_per_layer - 2
             if extra:
-                total += extra * layers * self._allreduce_s(plan["tp"], tokens * 2 * 4)
+                total += extra * layers * self._tp_allreduce_s(tokens * 2 * 4)
         if moe_layers and plan["dp"] > 1:
             group = plan["dp"] * (plan["tp"] if plan["ep"] else 1)
             gathered = message * engines
-            total += 2 * moe_layers * collective_us(group, gathered, self.spec) * 1e-6
+            nodes = self._span("moe_nodes")
+            per_node = max(1, group // nodes)
+            total += 2 * moe_layers * (collective_us(per_node, gathered, self.spec)
+                                       + self._internode(internode_collective_us, nodes, gathered)) * 1e-6
         return total
+
+    def _span(self, key):
+        """How many nodes a group of the plan spans (``tp_nodes``, ``dp_nodes``, ``moe_nodes``); 1 on one node."""
+        return self.internode["layout"][key] if self.internode else 1
+
+    def _internode(self, cost_us, nodes, nbytes):
+        return cost_us(nodes, nbytes, self.internode["link"]) if nodes > 1 else 0.0
+
+    def _tp_allreduce_s(self, nbytes):
+        """A TP all-reduce; across nodes, hierarchical: among the ranks of each node, then between the nodes."""
+        nodes = self._span("tp_nodes")
+        if nodes == 1:
+            return self._allreduce_s(self.plan["tp"], nbytes)
+        return (self._allreduce_s(self.plan["tp"] // nodes, nbytes)
+                + self._internode(internode_allreduce_us, nodes, nbytes) * 1e-6)
 
     # -- one stage's compute and memory -------------------------------------
     def _floor_s(self, stage):
@@ -316,7 +341,24 @@ class StepModel(object):
     def _dp_sync_s(self):
         if self.plan["dp"] < 2:
             return 0.0
-        return collective_us(self.plan["dp"], 16 * self.plan["dp"], self.spec) * 1e-6
+        nbytes = 16 * self.plan["dp"]
+        return (collective_us(self.plan["dp"], nbytes, self.spec)
+                + self._internode(internode_allreduce_us, self._span("dp_nodes"), nbytes)) * 1e-6
+
+    def _stretch(self, engines):
+        """dp_stretch of the engines that share a node: the DP engines of other nodes do not slow this one's."""
+        nodes = self._span("dp_nodes")
+        return dp_stretch(int(math.ceil(engines / float(nodes))))
+
+    def _pipeline_s(self, batch):
+        """The sends between the stages of one step: over the inter-node link where a boundary crosses nodes."""
+        sends = self.plan["pp"] - 1
+        if not sends:
+            return 0.0
+        nbytes = batch * self.hidden * UNQUANTIZED_BYTES
+        crossing = self.internode["layout"]["pp_crossings"] if self.internode else 0
+        inter = crossing * internode_p2p_us(nbytes, self.internode["link"]) if crossing else 0.0
+        return ((sends - crossing) * p2p_us(nbytes, self.spec) + inter) * 1e-6
 
     # -- decode -------------------------------------------------------------
     def decode_parts(self, batch, context, engines=1):
@@ -348,7 +390,7 @@ class StepModel(object):
             terms["attention"] += max(memory, compute)
             terms["communication"] += self.comm_s(stage, batch, engines)
             launches += self._launches(stage)
-        terms["pipeline"] = (pp - 1) * p2p_us(batch * self.hidden * UNQUANTIZED_BYTES, self.spec) * 1e-6
+        terms["pipeline"] = self._pipeline_s(batch)
         # Without a CUDA graph (eager, or a batch above the largest captured
         # one) the CPU launches every kernel; the step lasts the longer of that
         # and the GPU's work.
@@ -356,7 +398,7 @@ class StepModel(object):
         if self.eager or batch > MAX_CUDAGRAPH_BATCH:
             cpu = launches * EAGER_KERNEL_US * 1e-6
             terms["launch"] = max(0.0, cpu - sum(terms.values()))
-        terms["data_parallel"] = (dp_stretch(engines) - 1.0) * sum(terms.values())
+        terms["data_parallel"] = (self._stretch(engines) - 1.0) * sum(terms.values())
         return terms
 
     def tpot_s(self, batch, context, engines=1):
@@ -400,7 +442,7 @@ class StepModel(object):
             _memory, compute = self._attention_s(stage, prompt_len, prompt_len / 2.0)
             extra += (with_prompt - without) + compute
             extra += self.comm_s(stage, batch + prompt_len, engines) - self.comm_s(stage, batch, engines)
-        return extra * dp_stretch(engines) * self.ratio_prefill
+        return extra * self._stretch(engines) * self.ratio_prefill
 
 
 # ---------------------------------------------------------------------------
@@ -503,12 +545,15 @@ def summarize_levels(levels, constraints):
 # ---------------------------------------------------------------------------
 
 def estimate_plan(model, plan, profiles, spec_name, spec, link, kv_bytes_per_token, kv_tokens, gpu_memory_gib,
-                  workload=None, constraints=None, calibration=None, measured_allreduce_us=None, eager=False):
-    """Single stream, concurrency levels, peak and the basis of every figure for one plan."""
+                  workload=None, constraints=None, calibration=None, measured_allreduce_us=None, eager=False,
+                  internode=None):
+    """Single stream, concurrency levels, peak and the basis of every figure for one plan (``internode``: see
+    StepModel)."""
     workload = dict(DEFAULT_WORKLOAD, **(workload or {}))
     constraints = constraints or {}
     step = StepModel(model, plan, spec, link, profiles, kv_bytes_per_token,
-                     eager=eager, measured_allreduce_us=measured_allreduce_us, calibration=calibration)
+                     eager=eager, measured_allreduce_us=measured_allreduce_us, calibration=calibration,
+                     internode=internode)
     limits = scheduler_limits(gpu_memory_gib, workload)
     capacity = min(limits["max_num_seqs"], sequences_that_fit(kv_tokens, workload["input_len"], workload["output_len"]))
     levels = [level(step, concurrency, plan["dp"], workload, capacity, limits)
@@ -566,6 +611,8 @@ def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration
         "calibration": calibration or None,
         "single_stream_ms": dict((key, round(value * 1e3, 4)) for key, value in breakdown.items()),
         "sources": CONSTANT_SOURCES,
+        # Across nodes: the link and what of the plan crosses it (vllm_nodes.layout); None on one node.
+        "internode": dict(step.internode["layout"], link=step.internode["link"]) if step.internode else None,
     }
 
 

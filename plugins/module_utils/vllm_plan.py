@@ -29,6 +29,16 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
     stage_profiles,
     weights_per_gpu,
 )
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_nodes import (
+    NodesError,
+    check_executor_backend,
+    nodes_from_facts,
+    check_internode_link,
+    check_multinode,
+    check_nodes,
+    launch,
+    layout,
+)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import (
     DEFAULT_WORKLOAD,
     check_calibration,
@@ -64,7 +74,7 @@ MAX_GPUS_PER_HOST = 64
 MAX_PLANS = 2048
 # No GPU has a TiB of memory: a larger figure is a byte count or a typo.
 MAX_GPU_MEMORY_GIB = 1024
-PLAN_KEYS = ("tp", "pp", "dp", "ep")
+PLAN_KEYS = ("tp", "pp", "dp", "ep", "nodes")
 WORKLOAD_KEYS = ("input_len", "output_len", "concurrency", "max_num_seqs", "max_num_batched_tokens")
 # Bounds on a workload: no model serves a 4M-token request, no bench runs
 # more than 65536 clients, and levels are evaluated one by one.
@@ -161,6 +171,11 @@ def check_plan_fields(plan):
     if ep is not None and not isinstance(ep, bool):
         raise PlanError("plan.ep must be true or false, got %r" % (ep,))
     checked["ep"] = bool(ep)
+    if plan.get("nodes") not in (None, 1):
+        try:
+            checked["nodes"] = check_nodes(plan["nodes"])
+        except NodesError as exc:
+            raise PlanError("plan." + str(exc))
     return checked
 
 
@@ -199,23 +214,33 @@ def _divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def enumerate_plans(gpus, limit=MAX_PLANS):
-    """Every (tp, pp, dp, ep) using at most ``gpus`` GPUs: all of them, a
-    divisor of them, or any smaller count (TP=6 on an 8-GPU host is a plan
-    people try). Expert parallel is tried wherever more than one rank would
-    hold experts, on dense models too: vLLM rejects it there, and the plan
-    list says so. Stops with PlanError past ``limit`` plans."""
+def _splits(world, extra=None):
+    """Every (tp, pp, dp, ep) of exactly ``world`` GPUs; ``extra`` keys added to each."""
+    for tp in _divisors(world):
+        for pp in _divisors(world // tp):
+            dp = world // tp // pp
+            for ep in ((False, True) if tp * dp > 1 else (False,)):
+                yield dict({"tp": tp, "pp": pp, "dp": dp, "ep": ep}, **(extra or {}))
+
+
+def enumerate_plans(gpus, limit=MAX_PLANS, nodes=1):
+    """Every (tp, pp, dp, ep) using at most ``gpus`` GPUs of one node: all of
+    them, a divisor of them, or any smaller count (TP=6 on an 8-GPU host is a
+    plan people try). Expert parallel is tried wherever more than one rank
+    would hold experts, on dense models too: vLLM rejects it there, and the
+    plan list says so. With ``nodes`` > 1 (of ``gpus`` each), also every split
+    of all the GPUs of 2, 3 ... ``nodes`` nodes, marked with ``nodes`` (a plan
+    that leaves part of each node idle is a smaller plan on fewer nodes).
+    Stops with PlanError past ``limit`` plans."""
     plans = []
-    for world in range(gpus, 0, -1):
-        for tp in _divisors(world):
-            for pp in _divisors(world // tp):
-                dp = world // tp // pp
-                plans.append({"tp": tp, "pp": pp, "dp": dp, "ep": False})
-                if tp * dp > 1:
-                    plans.append({"tp": tp, "pp": pp, "dp": dp, "ep": True})
-                if len(plans) > limit:
-                    raise PlanError("gpus %d gives more than %d plans to evaluate; plan for at most %d GPUs"
-                                    % (gpus, limit, MAX_GPUS_PER_HOST))
+    worlds = [(world, None) for world in range(gpus, 0, -1)]
+    worlds += [(count * gpus, {"nodes": count}) for count in range(2, nodes + 1)]
+    for world, extra in worlds:
+        for plan in _splits(world, extra):
+            plans.append(plan)
+            if len(plans) > limit:
+                raise PlanError("gpus %d on %d node(s) give more than %d plans to evaluate; plan for at most %d GPUs "
+                                "per node and fewer nodes" % (gpus, nodes, limit, MAX_GPUS_PER_HOST))
     return plans
 
 
@@ -238,6 +263,8 @@ def plan_name(plan):
         name += "-DP%d" % plan["dp"]
     if plan["ep"]:
         name += "-EP"
+    if plan.get("nodes", 1) > 1:
+        name += "@%dnodes" % plan["nodes"]
     return name
 
 
@@ -258,6 +285,25 @@ def _plan_notes(model, plan, errors):
                      % (plan["tp"] // model["num_key_value_heads"], model["num_key_value_heads"]))
     if model.get("mla") and plan["tp"] > 1:
         notes.append("MLA: the KV latent is not split by TP; every rank caches all of it")
+    if plan.get("nodes", 1) > 1:
+        notes.extend(_node_notes(model, plan))
+    return notes
+
+
+def _node_notes(model, plan):
+    placed = layout(plan)
+    notes = ["%d nodes of %d ranks, launched as %s; across nodes: %s" % (
+        plan["nodes"], placed["ranks_per_node"], placed["launch"],
+        ", ".join(part for part, crosses in (
+            ("TP all-reduces", placed["tp_nodes"] > 1), ("%d pipeline send(s)" % placed["pp_crossings"],
+                                                          placed["pp_crossings"] > 0),
+            ("MoE dispatch and combine", bool(model.get("num_experts")) and plan["dp"] > 1 and placed["moe_nodes"] > 1),
+        ) if crosses) or "nothing but the DP engines' coordination")]
+    if not model.get("num_experts") and placed["launch"] == "dp":
+        # vLLM runs a dense model's DP ranks as independent engines (ParallelConfig
+        # reconfigure_for_independent_dp_rank): the same as one server per node behind a router.
+        notes.append("dense model: its DP engines are independent; %d single-node servers behind the router "
+                     "(role vllm_router) serve the same without a multi-node group" % plan["nodes"])
     return notes
 
 
@@ -267,7 +313,11 @@ def evaluate_plan(model, plan, settled):
     ``settled`` holds the inputs plan_model settled on (GPU count and memory,
     version, utilization, length, KV dtype, device spec and link, workload,
     constraints, calibration, the measured all-reduce)."""
-    errors = check_plan(model, plan, settled["gpus"], settled["vllm_version"])
+    nodes = plan.get("nodes", 1)
+    # vLLM checks a node's GPUs per node (check_multinode); the single-node rules see them all.
+    errors = check_plan(model, plan, settled["gpus"] * nodes, settled["vllm_version"])
+    if nodes > 1:
+        errors = check_multinode(plan, settled["gpus"], settled.get("executor_backend", "mp")) + errors
     notes = _plan_notes(model, plan, errors)
     # One profile per layer kind, for the memory and the time model alike.
     profiles = stage_profiles(model, plan, settled["signatures"])
@@ -287,13 +337,15 @@ def evaluate_plan(model, plan, settled):
     estimate = estimate_plan(model, plan, profiles, settled["spec_name"], settled["spec"], settled["link"],
                              per_token, tokens, settled["gpu_memory_gib"], workload=settled["workload"],
                              constraints=settled["constraints"], calibration=settled["calibration"],
-                             measured_allreduce_us=settled["measured_allreduce_us"], eager=settled["enforce_eager"])
+                             measured_allreduce_us=settled["measured_allreduce_us"], eager=settled["enforce_eager"],
+                             internode=_internode(plan, settled))
     result = {
         "name": plan_name(plan),
         "tp": plan["tp"],
         "pp": plan["pp"],
         "dp": plan["dp"],
         "ep": plan["ep"],
+        "nodes": nodes,
         "gpus_used": plan["tp"] * plan["pp"] * plan["dp"],
         "valid": not errors,
         "errors": errors,
@@ -306,9 +358,63 @@ def evaluate_plan(model, plan, settled):
         "estimate": estimate,
         "vllm_args": vllm_args(plan),
     }
+    if nodes > 1:
+        # Each node's own arguments beside vllm_args, the head's address as HEAD_ADDRESS.
+        result["launch"] = launch(plan, settled.get("executor_backend", "mp"))
     result["score"] = score(result, settled["objective"])
     result["meets_constraints"] = result["score"] is not None
     return result
+
+
+# Another node pays while it adds at least this share of what each node delivered before it, on average.
+NODE_PAYS_SHARE = 0.5
+
+
+def _best_by_nodes(results):
+    best = {}
+    for result in results:
+        if result["valid"] and result["fits"] and result["meets_constraints"]:
+            held = best.get(result["nodes"])
+            if held is None or _rank_key(result) < _rank_key(held):
+                best[result["nodes"]] = result
+    return best
+
+
+def nodes_scaling(results, objective):
+    """The best usable plan on each node count, and ``pays_up_to``: the node count after which another node adds
+    less than NODE_PAYS_SHARE of a node's average worth so far (for throughput a dense model's DP keeps paying;
+    single-stream speed rarely does). ``summary`` says it in a sentence."""
+    best = _best_by_nodes(results)
+    counts = sorted(best)
+    rows = [{"nodes": n, "plan": best[n]["name"], "score": best[n]["score"]} for n in counts]
+    if not rows:
+        return {"by_nodes": [], "pays_up_to": None, "summary": "no plan is usable on any node count"}
+    pays, stop = counts[0], None
+    for previous, current in zip(counts, counts[1:]):
+        per_added = (best[current]["score"] - best[previous]["score"]) / float(current - previous)
+        worth = best[previous]["score"] / float(previous)
+        if per_added < NODE_PAYS_SHARE * worth:
+            stop = (current, per_added / worth if worth else 0.0)
+            break
+        pays = current
+    unit = OBJECTIVE_UNITS[objective]
+    parts = ["%d node%s: %s %s" % (n, "" if n == 1 else "s", best[n]["name"], best[n]["score"]) for n in counts]
+    summary = "%s (%s)." % ("; ".join(parts), unit)
+    if counts[0] > 1:
+        summary += " Needs at least %d nodes." % counts[0]
+    if stop:
+        summary += " More nodes stop paying after %d: going to %d adds %.0f%% of a node's worth per node." % (
+            pays, stop[0], 100 * stop[1])
+    else:
+        summary += " Every node up to %d pays." % counts[-1]
+    return {"by_nodes": rows, "pays_up_to": pays, "summary": summary}
+
+
+def _internode(plan, settled):
+    """estimate_plan's ``internode`` for a plan over several nodes: the settled link and where the ranks land."""
+    if plan.get("nodes", 1) < 2:
+        return None
+    return {"link": settled["internode_link"], "layout": layout(plan)}
 
 
 OBJECTIVES = ("latency", "throughput", "throughput_per_gpu")
@@ -433,11 +539,23 @@ def check_perf_inputs(objective=None, workload=None, ttft_p99_ms=None, min_user_
     return objective, check_workload(workload), check_constraints(ttft_p99_ms, min_user_tokens_per_s), calibration, device_spec
 
 
+def check_node_inputs(nodes, internode_link, executor_backend):
+    """``(nodes, settled inter-node link, executor backend)``; PlanError names the bad one."""
+    try:
+        return (check_nodes(1 if nodes is None else nodes), check_internode_link(internode_link),
+                check_executor_backend(executor_backend or "mp"))
+    except NodesError as exc:
+        raise PlanError(str(exc))
+
+
 def settle_inputs(model, gpus, gpu_memory_gib, vllm_version, perf, gpu_memory_utilization=None, max_model_len=None,
-                  kv_cache_dtype=None, gpu_name=None, link=None, measured_allreduce_us=None, enforce_eager=False):
-    """Every default applied: the values plan_model evaluates plans with. ``perf`` is check_perf_inputs' tuple."""
+                  kv_cache_dtype=None, gpu_name=None, link=None, measured_allreduce_us=None, enforce_eager=False,
+                  node_inputs=(1, None, "mp")):
+    """Every default applied: the values plan_model evaluates plans with. ``perf`` is check_perf_inputs' tuple,
+    ``node_inputs`` check_node_inputs'. ``gpus`` is per node."""
     warnings = check_inputs(gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization, max_model_len,
                             kv_cache_dtype, link)
+    nodes, internode_link, executor_backend = node_inputs
     objective, workload, constraints, calibration, device_spec = perf
     spec_name, spec = gpu_spec(gpu_name, device_spec)
     memory, memory_from = _settle_memory(gpu_memory_gib, spec_name, spec)
@@ -454,6 +572,7 @@ def settle_inputs(model, gpus, gpu_memory_gib, vllm_version, perf, gpu_memory_ut
         # Not returned: the model's layer signatures, the spec and the probe.
         "signatures": layer_signatures(model), "spec_name": spec_name, "spec": spec,
         "measured_allreduce_us": measured_allreduce_us,
+        "nodes": nodes, "internode_link": internode_link, "executor_backend": executor_backend,
     }
 
 
@@ -463,17 +582,21 @@ PRIVATE_INPUTS = ("signatures", "spec", "spec_name", "measured_allreduce_us")
 def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization=None, max_model_len=None,
                kv_cache_dtype=None, gpu_name=None, link=None, measured_allreduce_us=None, objective=None,
                workload=None, ttft_p99_ms=None, min_user_tokens_per_s=None, calibration=None, device_spec=None,
-               enforce_eager=False):
+               enforce_eager=False, nodes=None, internode_link=None, executor_backend=None):
     """Evaluate every plan; return ``{"plans": [...], "recommended": plan or None, "ranking": [...], "why": ...}``.
 
     Every input is checked first (PlanError names the bad one); None means
     the default: the GPU's specification, vLLM's utilization default for the
     version, the model's max_position_embeddings, the checkpoint's KV dtype,
-    the throughput objective and DEFAULT_WORKLOAD."""
+    the throughput objective and DEFAULT_WORKLOAD. With ``nodes`` > 1 (of
+    ``gpus`` each, joined by ``internode_link``) the plans over 2 ... nodes
+    nodes are evaluated too, and ``nodes_scaling`` says when more stop paying."""
     perf = check_perf_inputs(objective, workload, ttft_p99_ms, min_user_tokens_per_s, calibration, device_spec)
+    node_inputs = check_node_inputs(nodes, internode_link, executor_backend)
     warnings, settled = settle_inputs(model, gpus, gpu_memory_gib, vllm_version, perf, gpu_memory_utilization,
-                                      max_model_len, kv_cache_dtype, gpu_name, link, measured_allreduce_us, enforce_eager)
-    results = [evaluate_plan(model, plan, settled) for plan in enumerate_plans(gpus)]
+                                      max_model_len, kv_cache_dtype, gpu_name, link, measured_allreduce_us, enforce_eager,
+                                      node_inputs)
+    results = [evaluate_plan(model, plan, settled) for plan in enumerate_plans(gpus, nodes=settled["nodes"])]
     ranked = sorted(results, key=_rank_key)
     best = ranked[0] if ranked and ranked[0]["valid"] and ranked[0]["fits"] and ranked[0]["meets_constraints"] else None
     return {
@@ -482,6 +605,7 @@ def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization
         "objective": settled["objective"],
         "ranking": [r["name"] for r in ranked if r["valid"] and r["fits"] and r["meets_constraints"]],
         "why": explain(ranked, settled["objective"]),
+        "nodes_scaling": nodes_scaling(results, settled["objective"]) if settled["nodes"] > 1 else None,
         "version_warning": warnings[0] if warnings and warnings[0].startswith("vllm_version") else None,
         "warnings": warnings,
         "inputs": dict((key, value) for key, value in settled.items() if key not in PRIVATE_INPUTS),
@@ -497,8 +621,10 @@ def evaluate_plan_for(model, plan, inputs, gpu_name=None, link=None, measured_al
     settled.update({"signatures": layer_signatures(model), "spec_name": spec_name, "spec": spec,
                     "link": link or inputs.get("link") or spec["link"], "measured_allreduce_us": measured_allreduce_us})
     for key, default in (("objective", DEFAULT_OBJECTIVE), ("workload", DEFAULT_WORKLOAD), ("constraints", {}),
-                         ("calibration", None), ("enforce_eager", False)):
+                         ("calibration", None), ("enforce_eager", False), ("executor_backend", "mp")):
         settled.setdefault(key, default)
+    if not settled.get("internode_link"):
+        settled["internode_link"] = check_internode_link(None)
     return evaluate_plan(model, wanted, settled)
 
 
@@ -585,6 +711,24 @@ def gpus_from_facts(params):
     return gpus, memory, name, link
 
 
+def node_facts_inputs(params):
+    """``params`` with ``nodes``, and ``gpus``, ``gpu_memory_gib`` and ``gpu_name`` where unset, from
+    ``nodes_gpu_facts`` (one gpu_facts result per node); PlanFailed when those facts are unusable."""
+    if not params.get("nodes_gpu_facts"):
+        return params
+    try:
+        nodes, gpus, memory, name = nodes_from_facts(params["nodes_gpu_facts"])
+    except NodesError as exc:
+        raise PlanFailed(str(exc))
+    if params.get("nodes") not in (None, nodes):
+        raise PlanFailed("nodes %r does not match nodes_gpu_facts, which has %d nodes" % (params["nodes"], nodes))
+    settled = dict(params, nodes=nodes)
+    for key, value in (("gpus", gpus), ("gpu_memory_gib", memory), ("gpu_name", name)):
+        if settled.get(key) is None:
+            settled[key] = value
+    return settled
+
+
 def gpu_inputs(params):
     """gpus_from_facts, with the GPU count narrowed to ``visible_devices`` when given; PlanFailed when the
     devices are bad or no GPU count is known."""
@@ -651,7 +795,9 @@ def plan_from_params(params, gpus, memory, name, link, measured, load_model):
                             gpu_name=name, link=link, measured_allreduce_us=measured, objective=params["objective"],
                             workload=params["workload"], ttft_p99_ms=params["ttft_p99_ms"],
                             min_user_tokens_per_s=params["min_user_tokens_per_s"], calibration=params["calibration"],
-                            device_spec=params["device_spec"], enforce_eager=params["enforce_eager"])
+                            device_spec=params["device_spec"], enforce_eager=params["enforce_eager"],
+                            nodes=params.get("nodes"), internode_link=params.get("internode_link"),
+                            executor_backend=params.get("executor_backend"))
     except (ModelConfigError, PlanError) as exc:
         raise PlanFailed(str(exc))
     return model, model_source, serving, result
@@ -673,6 +819,10 @@ def select_and_judge(output, params, model, result, name, link, measured):
     """Add ``selected`` (the configured ``plan`` evaluated with the settled inputs), when one is configured, and
     the ``verdict`` on it (else on the recommendation) to ``output``."""
     if params["plan"]:
+        wanted_nodes = params["plan"].get("nodes") or 1
+        if wanted_nodes > result["inputs"]["nodes"]:
+            raise PlanFailed("plan.nodes %d is more than the %d node(s) planned for (nodes, nodes_gpu_facts)"
+                             % (wanted_nodes, result["inputs"]["nodes"]), output)
         selected = evaluate_plan_for(model, params["plan"], result["inputs"], gpu_name=name, link=link,
                                      measured_allreduce_us=measured)
         output["selected"] = selected
@@ -690,6 +840,7 @@ def failure_message(params, output):
 def run(params, load_model):
     """The vllm_plan module's work on its ``params``: the module's result, or PlanFailed (with the result when
     the configured plan is not usable)."""
+    params = node_facts_inputs(params)
     gpus, memory, name, link = gpu_inputs(params)
     measured = measured_allreduce(params["allreduce_probe"])
     model, model_source, serving, result = plan_from_params(params, gpus, memory, name, link, measured, load_model)

@@ -55,8 +55,42 @@ options:
     type: str
   gpus:
     description:
-      - Number of GPUs on the host, from 1 to 64 (the planner plans one host). Defaults to the C(count) in O(gpu_facts).
+      - Number of GPUs on the host, from 1 to 64; with O(nodes), on each node. Defaults to the C(count) in O(gpu_facts)
+        (the smallest count in O(nodes_gpu_facts)).
     type: int
+  nodes:
+    description:
+      - Nodes the model may span, from 1 to 16, each with O(gpus) GPUs, joined by O(internode_link). Besides the plans
+        of one node, every split of all the GPUs of 2, 3 ... O(nodes) nodes is evaluated (TP within a node, PP and DP
+        across; TP across nodes too, costed), with vLLM's multi-node rules (the world size divisible by the node count,
+        the DP engines per node, a node's ranks against its GPUs). RV(nodes_scaling) says when more nodes stop paying.
+      - Defaults to the length of O(nodes_gpu_facts), else 1.
+    type: int
+  nodes_gpu_facts:
+    description:
+      - The C(gpus) facts of M(gauntlet.vllm.gpu_facts) from each node, in node-rank order (the head first). Sets
+        O(nodes), and O(gpus), O(gpu_memory_gib) and O(gpu_name) where those are not given - the node with the fewest
+        GPUs and the smallest memory, as vLLM runs the same number of ranks on every node.
+    type: list
+    elements: dict
+  internode_link:
+    description:
+      - The link between nodes. A preset - V(ethernet-25g), V(ethernet-100g), V(roce-200g), V(roce-400g),
+        V(infiniband-hdr), V(infiniband-ndr), V(infiniband-ndr-x8) (one 400 Gb/s NIC per GPU of an 8-GPU node) - or a
+        dict of C(bandwidth_gbs) (GB/s each way per node, over all its NICs), C(latency_us) and optionally
+        C(efficiency) (share of the bandwidth a collective reaches, default 1) from your own measurement.
+      - Defaults to V(ethernet-100g). The presets' figures are line rates and typical latencies, in
+        C(plugins/module_utils/vllm_nodes.py).
+    type: raw
+  executor_backend:
+    description:
+      - How a plan over several nodes runs. V(mp) - vLLM's own multiprocessing engine (C(--nnodes) and C(--headless)
+        workers, or data parallel with C(--data-parallel-start-rank)). V(ray) - the head runs C(vllm serve
+        --distributed-executor-backend ray) over a Ray cluster of the nodes (role C(gauntlet.vllm.ray_cluster));
+        vLLM refuses C(--nnodes) with Ray, and its CPU build does not run Ray at all.
+    type: str
+    choices: [mp, ray]
+    default: mp
   gpu_memory_gib:
     description:
       - Memory of one GPU in GiB, above 0 and at most 1024. Defaults to the smallest device's total memory in
@@ -137,6 +171,10 @@ options:
         description: Whether expert parallel is enabled.
         type: bool
         default: false
+      nodes:
+        description: Nodes the plan spans (see O(nodes)); all the GPUs of each.
+        type: int
+        default: 1
   fail_on_invalid:
     description:
       - Fail the task, naming vLLM's error and the valid alternatives, when O(plan) is invalid or does not fit.
@@ -333,6 +371,18 @@ plans:
     ep:
       description: Whether expert parallel is enabled.
       type: bool
+    nodes:
+      description: Nodes the plan spans (1 on one host).
+      type: int
+    launch:
+      description:
+        - Only for a plan over several nodes - how it starts. C(mode) is C(dp) (each node runs whole engines, the
+          workers C(--headless) with their C(--data-parallel-start-rank)), C(nnodes) (an engine spans nodes -
+          C(--nnodes), C(--node-rank), C(--master-addr)) or C(ray).
+        - C(nodes) lists each node's C(node_rank), C(role) (head or worker), what it C(runs) and the C(args) it adds to
+          RV(plans[].vllm_args), with the head's address as C(HEAD_ADDRESS).
+      type: dict
+      returned: when the plan spans several nodes
     gpus_used:
       description: TP x PP x DP.
       type: int
@@ -478,6 +528,17 @@ why:
   returned: always
   type: str
   sample: "TP8-EP beats TP4-DP2-EP for throughput: peak output tok/s 5210.3 against 4630.2 (peak at concurrency 256; ...)"
+nodes_scaling:
+  description:
+    - Only with O(nodes) above 1 - the best usable plan on each node count (C(by_nodes), each with C(nodes), C(plan)
+      and C(score) in the O(objective)'s unit), C(pays_up_to) (the node count after which another node adds less than
+      half of a node's average worth so far) and a C(summary) sentence.
+  returned: always (null on one node)
+  type: dict
+  sample:
+    by_nodes: [{nodes: 1, plan: TP8, score: 10390.1}, {nodes: 2, plan: TP4-DP4@2nodes, score: 17783.9}]
+    pays_up_to: 2
+    summary: "1 node: TP8 10390.1; 2 nodes: TP4-DP4@2nodes 17783.9 (peak output tok/s). Every node up to 2 pays."
 selected:
   description: The evaluation of O(plan), when given.
   returned: when O(plan) is given
@@ -593,6 +654,10 @@ ARGUMENT_SPEC = dict(
     hf_endpoint=dict(type="str", fallback=(env_fallback, ["HF_ENDPOINT"])),
     hf_token=dict(type="str", no_log=True, fallback=(env_fallback, ["HF_TOKEN"])),
     gpus=dict(type="int"),
+    nodes=dict(type="int"),
+    nodes_gpu_facts=dict(type="list", elements="dict"),
+    internode_link=dict(type="raw"),
+    executor_backend=dict(type="str", default="mp", choices=["mp", "ray"]),
     gpu_memory_gib=dict(type="float"),
     gpu_name=dict(type="str"),
     link=dict(type="str", choices=["pcie", "nvlink"]),
@@ -607,6 +672,7 @@ ARGUMENT_SPEC = dict(
         pp=dict(type="int", default=1),
         dp=dict(type="int", default=1),
         ep=dict(type="bool", default=False),
+        nodes=dict(type="int", default=1),
     )),
     fail_on_invalid=dict(type="bool", default=True),
     objective=dict(type="str", default="throughput", choices=["latency", "throughput", "throughput_per_gpu"]),
