@@ -28,6 +28,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import numbers
 
 # The planner plans at most this many nodes: the plans over N nodes of G GPUs are every split of N x G into
@@ -66,7 +67,7 @@ class NodesError(ValueError):
 
 
 def _positive_number(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value and value > 0
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def check_nodes(nodes):

@@ -292,13 +292,14 @@ def _plan_notes(model, plan, errors):
 
 def _node_notes(model, plan):
     placed = layout(plan)
+    crossing = [
+        ("TP all-reduces", placed["tp_nodes"] > 1),
+        ("%d pipeline send(s)" % placed["pp_crossings"], placed["pp_crossings"] > 0),
+        ("MoE dispatch and combine", bool(model.get("num_experts")) and plan["dp"] > 1 and placed["moe_nodes"] > 1),
+    ]
     notes = ["%d nodes of %d ranks, launched as %s; across nodes: %s" % (
         plan["nodes"], placed["ranks_per_node"], placed["launch"],
-        ", ".join(part for part, crosses in (
-            ("TP all-reduces", placed["tp_nodes"] > 1), ("%d pipeline send(s)" % placed["pp_crossings"],
-                                                          placed["pp_crossings"] > 0),
-            ("MoE dispatch and combine", bool(model.get("num_experts")) and plan["dp"] > 1 and placed["moe_nodes"] > 1),
-        ) if crosses) or "nothing but the DP engines' coordination")]
+        ", ".join(part for part, crosses in crossing if crosses) or "nothing but the DP engines' coordination")]
     if not model.get("num_experts") and placed["launch"] == "dp":
         # vLLM runs a dense model's DP ranks as independent engines (ParallelConfig
         # reconfigure_for_independent_dp_rank): the same as one server per node behind a router.
