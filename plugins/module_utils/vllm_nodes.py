@@ -251,10 +251,12 @@ def check_multinode(plan, gpus_per_node, backend="mp"):
 
 # ---- each node's command line --------------------------------------------------------------------------------
 
-def node_args(plan, node_rank, head=HEAD_PLACEHOLDER, backend="mp", master_port=MASTER_PORT, rpc_port=DP_RPC_PORT):
+def node_args(plan, node_rank, head=HEAD_PLACEHOLDER, backend="mp", master_port=MASTER_PORT, rpc_port=DP_RPC_PORT,
+              placed=None):
     """The arguments node ``node_rank`` adds to the plan's own (vllm_plan.vllm_args) so that the nodes make one
-    deployment; [] on one node. Node 0 is the head (the API server); the others run --headless."""
-    placed = layout(plan)
+    deployment; [] on one node. Node 0 is the head (the API server); the others run --headless. ``placed`` is
+    layout(plan), when the caller has it."""
+    placed = placed or layout(plan)
     if placed["launch"] == "single":
         return []
     if backend == "ray":
@@ -274,14 +276,14 @@ def node_args(plan, node_rank, head=HEAD_PLACEHOLDER, backend="mp", master_port=
     return args + (["--headless"] if node_rank else [])
 
 
-def launch(plan, backend="mp"):
+def launch(plan, backend="mp", placed=None):
     """How the plan starts: its launch mode and each node's extra arguments (the head's address as
     HEAD_PLACEHOLDER). With Ray the workers run no vLLM command, only a Ray worker (role ray_cluster)."""
-    placed = layout(plan)
+    placed = placed or layout(plan)
     mode = "ray" if backend == "ray" and placed["launch"] != "single" else placed["launch"]
     nodes = []
     for rank in range(plan.get("nodes", 1)):
-        args = node_args(plan, rank, backend=backend)
+        args = node_args(plan, rank, backend=backend, placed=placed)
         nodes.append({"node_rank": rank, "role": "head" if rank == 0 else "worker",
                       "runs": "vllm serve" if args is not None else "ray worker", "args": args or []})
     return {"mode": mode, "nodes": nodes}

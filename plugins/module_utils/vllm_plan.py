@@ -268,7 +268,7 @@ def plan_name(plan):
     return name
 
 
-def _plan_notes(model, plan, errors):
+def _plan_notes(model, plan, errors, placed=None):
     notes = []
     moe = moe_parallel(plan) if model.get("num_experts") else None
     if moe:
@@ -285,13 +285,12 @@ def _plan_notes(model, plan, errors):
                      % (plan["tp"] // model["num_key_value_heads"], model["num_key_value_heads"]))
     if model.get("mla") and plan["tp"] > 1:
         notes.append("MLA: the KV latent is not split by TP; every rank caches all of it")
-    if plan.get("nodes", 1) > 1:
-        notes.extend(_node_notes(model, plan))
+    if placed:
+        notes.extend(_node_notes(model, plan, placed))
     return notes
 
 
-def _node_notes(model, plan):
-    placed = layout(plan)
+def _node_notes(model, plan, placed):
     crossing = [
         ("TP all-reduces", placed["tp_nodes"] > 1),
         ("%d pipeline send(s)" % placed["pp_crossings"], placed["pp_crossings"] > 0),
@@ -315,11 +314,13 @@ def evaluate_plan(model, plan, settled):
     version, utilization, length, KV dtype, device spec and link, workload,
     constraints, calibration, the measured all-reduce)."""
     nodes = plan.get("nodes", 1)
+    # Where the ranks land, for the rules, the notes, the estimate and the launch; None on one node.
+    placed = layout(plan) if nodes > 1 else None
     # vLLM checks a node's GPUs per node (check_multinode); the single-node rules see them all.
     errors = check_plan(model, plan, settled["gpus"] * nodes, settled["vllm_version"])
-    if nodes > 1:
-        errors = check_multinode(plan, settled["gpus"], settled.get("executor_backend", "mp")) + errors
-    notes = _plan_notes(model, plan, errors)
+    if placed:
+        errors = check_multinode(plan, settled["gpus"], settled["executor_backend"]) + errors
+    notes = _plan_notes(model, plan, errors, placed)
     # One profile per layer kind, for the memory and the time model alike.
     profiles = stage_profiles(model, plan, settled["signatures"])
     stages = weights_per_gpu(model, plan, profiles=profiles)
@@ -339,7 +340,7 @@ def evaluate_plan(model, plan, settled):
                              per_token, tokens, settled["gpu_memory_gib"], workload=settled["workload"],
                              constraints=settled["constraints"], calibration=settled["calibration"],
                              measured_allreduce_us=settled["measured_allreduce_us"], eager=settled["enforce_eager"],
-                             internode=_internode(plan, settled))
+                             internode=placed and {"link": settled["internode_link"], "layout": placed})
     result = {
         "name": plan_name(plan),
         "tp": plan["tp"],
@@ -359,9 +360,9 @@ def evaluate_plan(model, plan, settled):
         "estimate": estimate,
         "vllm_args": vllm_args(plan),
     }
-    if nodes > 1:
+    if placed:
         # Each node's own arguments beside vllm_args, the head's address as HEAD_ADDRESS.
-        result["launch"] = launch(plan, settled.get("executor_backend", "mp"))
+        result["launch"] = launch(plan, settled["executor_backend"], placed)
     result["score"] = score(result, settled["objective"])
     result["meets_constraints"] = result["score"] is not None
     return result
@@ -409,13 +410,6 @@ def nodes_scaling(results, objective):
     else:
         summary += " Every node up to %d pays." % counts[-1]
     return {"by_nodes": rows, "pays_up_to": pays, "summary": summary}
-
-
-def _internode(plan, settled):
-    """estimate_plan's ``internode`` for a plan over several nodes: the settled link and where the ranks land."""
-    if plan.get("nodes", 1) < 2:
-        return None
-    return {"link": settled["internode_link"], "layout": layout(plan)}
 
 
 OBJECTIVES = ("latency", "throughput", "throughput_per_gpu")
