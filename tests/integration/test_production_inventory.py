@@ -199,3 +199,23 @@ def test_a_bad_recipe_field_is_refused_before_the_host_is_touched(hub, tmp_path)
     result = play(hub, tmp_path, "deploy_kimi_int4.yml", "--tags", "plan", "-e", json.dumps({"vllm_deploy_models": {"kimi-k25-int4": entry}}))
     assert result.returncode != 0
     assert "num_speculative_tokens" in result.stdout and "unreachable=0" in result.stdout
+
+
+def test_two_node_example_shows_the_plan_and_each_nodes_command_line_without_touching_a_host(hub, tmp_path):
+    result = play(hub, tmp_path, "serve_multinode.yml", "--tags", "plan")
+    assert result.returncode == 0, result.stdout[-4000:]
+    shown = re.search(r'"msg": "(\S+) over 2 nodes \((dp|nnodes)\), head gpu-box-01 at 10\.0\.0\.10; predicted peak ([0-9.]+) '
+                      r'output tok/s\. ([^"]*)"', result.stdout)
+    assert shown, result.stdout[-4000:]
+    plan, mode = shown.group(1), shown.group(2)
+    assert plan.endswith("@2nodes")
+    assert float(shown.group(3)) > 0
+    assert shown.group(4).startswith("1 node: ") and "2 nodes: %s" % plan in shown.group(4)
+    lines = dict(re.findall(r'"msg": "node (\d) \((?:head|worker), 10\.0\.0\.1\d\): vllm serve ([^"]*)"', result.stdout))
+    assert sorted(lines) == ["0", "1"], result.stdout[-4000:]
+    head, worker = lines["0"].split(" "), lines["1"].split(" ")
+    address = "--data-parallel-address" if mode == "dp" else "--master-addr"
+    assert head[head.index(address) + 1] == worker[worker.index(address) + 1] == "10.0.0.10"
+    assert "--headless" in worker and "--headless" not in head
+    for host in ("gpu-box-01", "gpu-box-02"):
+        assert re.search(host + r" +: ok=\d+ +changed=0 +unreachable=0 +failed=0", result.stdout), result.stdout[-3000:]
