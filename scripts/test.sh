@@ -60,14 +60,15 @@ stage_bench() {
   return $rc
 }
 
-# Molecule scenarios run in lanes side by side, each lane its scenarios one after another. A scenario keeps
-# the rig's two cores busy only part of its time (the vllm_service scenario: 36% on average, sampled every
-# 5 s; it waits for server starts, timers, alerts), so two lanes finish in little more than the longer lane.
-# The fleet's health gate compares throughput, so its lane runs beside the scenarios that load the CPU least
-# while it rolls out (vllm_service first); its gate judges the median of several sweeps (group_vars).
+# Molecule scenarios run in lanes side by side, each lane its scenarios one after another. A scenario alone
+# leaves much of the rig's two cores idle (it waits for server starts, timers, alerts: the vllm_service scenario
+# kept them 36% busy, sampled every 5 s), so two lanes finish well before the scenarios one after another.
+# The lanes are balanced on the scenarios' times side by side (the fleet, the longest, slows most of all) and
+# the fleet's health gate judges the median of several sweeps (group_vars), as the other lane's server starts
+# land on some of them.
 # GAUNTLET_MOLECULE_LANES: lanes separated by ':', scenarios by spaces; one lane runs them all in turn.
 # A scenario no lane names joins the first lane, so a new scenario always runs.
-GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-fleet deploy model_fetch:vllm_service gauntlet multinode}"
+GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-fleet deploy multinode:vllm_service gauntlet model_fetch}"
 
 run_scenario() {  # run_scenario NAME: molecule test into NAME's log, then print the log whole and its time
   local scenario=$1 started result=PASS line

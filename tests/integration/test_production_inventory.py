@@ -219,3 +219,18 @@ def test_two_node_example_shows_the_plan_and_each_nodes_command_line_without_tou
     assert "--headless" in worker and "--headless" not in head
     for host in ("gpu-box-01", "gpu-box-02"):
         assert re.search(host + r" +: ok=\d+ +changed=0 +unreachable=0 +failed=0", result.stdout), result.stdout[-3000:]
+
+
+def test_two_node_example_over_ray_runs_vllm_on_the_head_alone(hub, tmp_path):
+    planner = {"vllm_version": "0.28.0", "gpus": 8, "gpu_memory_gib": 95.6,
+               "gpu_name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "link": "pcie",
+               "internode_link": "ethernet-100g", "executor_backend": "ray"}
+    result = play(hub, tmp_path, "serve_multinode.yml", "--tags", "plan", "-e", json.dumps({"multinode_planner": planner}))
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert re.search(r'"msg": "\S+@2nodes over 2 nodes \(ray\), head gpu-box-01 at 10\.0\.0\.10', result.stdout), \
+        result.stdout[-4000:]
+    head = re.search(r'"msg": "node 0 \(head, 10\.0\.0\.10\): vllm serve ([^"]*)"', result.stdout)
+    assert head, result.stdout[-4000:]
+    assert "--distributed-executor-backend ray" in head.group(1) and "--headless" not in head.group(1)
+    assert "--nnodes" not in head.group(1) and "--data-parallel-address" not in head.group(1)
+    assert re.search(r'"msg": "node 1 \(worker, 10\.0\.0\.11\): a Ray worker only"', result.stdout), result.stdout[-4000:]

@@ -26,6 +26,15 @@ SECRET = "gauntlet-db-secret-3a91f4c2"
 REFUSED_KEY = "gauntlet-refused-key-c0ffee42"
 OLD_SECRET = "gauntlet-old-secret-9d8c7b6a"
 
+# A plan over two nodes with Ray as vllm_plan gives it (executor_backend ray): vLLM on the head alone.
+RAY_PLAN = {"name": "DP2@2nodes", "valid": True, "nodes": 2, "vllm_args": ["--data-parallel-size", "2"],
+            "launch": {"mode": "ray", "nodes": [
+                {"node_rank": 0, "role": "head", "runs": "vllm serve",
+                 "args": ["--distributed-executor-backend", "ray", "--data-parallel-backend", "ray"]},
+                {"node_rank": 1, "role": "worker", "runs": "ray worker", "args": []}]}}
+RAY_NODE = {"vllm_service_plan": RAY_PLAN, "vllm_service_head_address": "10.0.0.10",
+            "vllm_service_ray_address": "10.0.0.10:6379"}
+
 # name -> the case's variables
 CASES = {
     "loopback_default": {},
@@ -48,6 +57,10 @@ CASES = {
     "tool_parser_without_auto_choice": {"vllm_service_tool_call_parser": "hermes"},
     "root_user": {"vllm_service_user": "root", "vllm_service_read_write_paths": ["-/srv/vllm-scratch"],
                   "vllm_service_environment": {"TRITON_CACHE_DIR": "/scratch/triton"}},
+    "ray_head": dict(RAY_NODE, vllm_service_node_rank=0, vllm_service_node_address="10.0.0.10"),
+    "ray_worker_refused": dict(RAY_NODE, vllm_service_node_rank=1, vllm_service_node_address="10.0.0.11"),
+    "ray_without_address": dict(RAY_NODE, vllm_service_node_rank=0, vllm_service_node_address="10.0.0.10",
+                                vllm_service_ray_address=""),
 }
 
 CASE_TASKS = """
@@ -293,3 +306,26 @@ def test_the_watchdog_probes_like_readiness_and_reads_the_key_from_the_environme
         assert directive in timer
     secret_service = (out / "secret_env-watchdog.service").read_text()
     assert API_KEY not in secret_service and SECRET not in secret_service
+
+
+def test_a_ray_plan_runs_vllm_on_the_head_over_the_cluster_without_a_group_watch(played):
+    outcomes, out = played[0], played[1]
+    assert outcomes["ray_head"]["ok"], outcomes["ray_head"]
+    args = outcomes["ray_head"]["args"]
+    assert args[args.index("--distributed-executor-backend") + 1] == "ray" and "--headless" not in args
+    unit = (out / "ray_head.service").read_text()
+    assert '"RAY_ADDRESS=10.0.0.10:6379"' in unit and '"VLLM_HOST_IP=10.0.0.10"' in unit
+    assert 'ReadWritePaths="-/var/lib/gauntlet-ray"' in unit
+    assert "Wants=vllm-tiny-group.service" not in unit and "Restart=no" in unit
+
+
+@pytest.mark.parametrize("case, words", [
+    ("ray_worker_refused", ["vLLM runs on the head alone", "got 1", "ray_cluster"]),
+    ("ray_without_address", ["vllm_service_ray_address", "host:port", "got ''"]),
+])
+def test_a_ray_plan_is_refused_on_a_worker_and_without_the_clusters_address(played, case, words):
+    outcome = played[0][case]
+    assert not outcome["ok"], outcome
+    message = " ".join(outcome["msg"].split())
+    for word in words:
+        assert word in message, message
