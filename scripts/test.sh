@@ -60,15 +60,15 @@ stage_bench() {
   return $rc
 }
 
-# Molecule scenarios run in lanes side by side, each lane its scenarios one after another. A scenario alone
-# leaves much of the rig's two cores idle (it waits for server starts, timers, alerts: the vllm_service scenario
-# kept them 36% busy, sampled every 5 s), so two lanes finish well before the scenarios one after another.
-# The lanes are balanced on the scenarios' times side by side (the fleet, the longest, slows most of all) and
-# the fleet's health gate judges the median of several sweeps (group_vars), as the other lane's server starts
-# land on some of them.
-# GAUNTLET_MOLECULE_LANES: lanes separated by ':', scenarios by spaces; one lane runs them all in turn.
-# A scenario no lane names joins the first lane, so a new scenario always runs.
-GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-fleet deploy multinode:vllm_service gauntlet model_fetch}"
+# Molecule scenarios run in phases, one after another; within a phase, in lanes side by side, each lane its
+# scenarios one after another. A scenario alone leaves much of the rig's two cores idle (it waits for server
+# starts, timers, alerts: the vllm_service scenario kept them 36% busy, sampled every 5 s), so two lanes finish
+# well before the same scenarios one after another. The fleet runs alone, last: its health gate compares a
+# server's throughput before and after a rollout, and beside another lane it measured a server whose speed did
+# not change at 23% of its baseline (a neighbour's sweep landed on the gate's), which the gate rightly fails.
+# GAUNTLET_MOLECULE_LANES: phases separated by '|', lanes by ':', scenarios by spaces ("a b|c" runs a then b,
+# then c: no lanes). A scenario no lane names joins the first lane, so a new scenario always runs.
+GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-vllm_service multinode model_fetch:gauntlet deploy|fleet}"
 
 run_scenario() {  # run_scenario NAME: molecule test into NAME's log, then print the log whole and its time
   local scenario=$1 started result=PASS line
@@ -95,26 +95,30 @@ failure_digest() {  # failure_digest LOG: the last failed tasks of a scenario's 
 }
 
 stage_molecule() {
-  local rc=0 lane scenario pid known
-  local -a lanes pids all
+  local rc=0 phase lane scenario pid known
+  local -a phases lanes pids all
   molecule_logs="$GAUNTLET_ROOT/.rig/molecule-logs"
   rm -rf "$molecule_logs" && mkdir -p "$molecule_logs" && : >"$molecule_logs/times"
-  IFS=':' read -r -a lanes <<<"$GAUNTLET_MOLECULE_LANES"
+  IFS='|' read -r -a phases <<<"$GAUNTLET_MOLECULE_LANES"
   for scenario in extensions/molecule/*/molecule.yml; do all+=("$(basename "$(dirname "$scenario")")"); done
-  known=" ${lanes[*]} "
+  known=" ${GAUNTLET_MOLECULE_LANES//[:|]/ } "
   for scenario in "${all[@]}"; do
-    [[ $known == *" $scenario "* ]] || lanes[0]+=" $scenario"
+    [[ $known == *" $scenario "* ]] || phases[0]="${phases[0]%%:*} $scenario${phases[0]#"${phases[0]%%:*}"}"
   done
-  for scenario in ${lanes[*]}; do
+  for scenario in ${GAUNTLET_MOLECULE_LANES//[:|]/ }; do
     [[ -f extensions/molecule/$scenario/molecule.yml ]] || { echo "GAUNTLET_MOLECULE_LANES names '$scenario', which is no scenario (extensions/molecule/*)"; return 1; }
   done
-  echo "lanes: $(printf '[%s] ' "${lanes[@]}")"
-  for lane in "${lanes[@]}"; do
-    # shellcheck disable=SC2086  # a lane is a list of scenario names
-    run_lane $lane &
-    pids+=($!)
+  for phase in "${phases[@]}"; do
+    IFS=':' read -r -a lanes <<<"$phase"
+    echo "phase: $(printf '[%s] ' "${lanes[@]}")"
+    pids=()
+    for lane in "${lanes[@]}"; do
+      # shellcheck disable=SC2086  # a lane is a list of scenario names
+      run_lane $lane &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
   done
-  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
   mapfile -t scenario_times <"$molecule_logs/times"
   for scenario in "${all[@]}"; do
     grep -q "^$scenario  *FAIL" "$molecule_logs/times" || continue
