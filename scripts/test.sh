@@ -71,15 +71,15 @@ stage_bench() {
 GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-vllm_service multinode model_fetch:gauntlet deploy|fleet}"
 
 run_scenario() {  # run_scenario NAME: molecule test into NAME's log, then print the log whole and its time
-  local scenario=$1 started result=PASS line
+  local scenario=$1 started result=PASS took
   started=$(date +%s)
   molecule test -s "$scenario" >"$molecule_logs/$scenario.log" 2>&1 || result=FAIL
-  line=$(printf '%-16s %-4s %5d s' "$scenario" "$result" $(($(date +%s) - started)))
+  took=$(($(date +%s) - started))
   {
     flock 9
-    echo "--- molecule scenario $scenario: $result after $(($(date +%s) - started)) s"
+    echo "--- molecule scenario $scenario: $result after $took s"
     cat "$molecule_logs/$scenario.log"
-    echo "$line" >>"$molecule_logs/times"
+    printf '%-16s %-4s %5d s\n' "$scenario" "$result" "$took" >>"$molecule_logs/times"
   } 9>"$molecule_logs/.print-lock"
   [[ $result == PASS ]]
 }
