@@ -237,7 +237,7 @@ def test_a_root_server_keeps_its_capabilities_and_gets_the_writable_paths_asked_
     assert "ProtectSystem=strict" in directives
 
 
-@pytest.mark.parametrize("case", ["loopback_default", "secret_env", "root_user"])
+@pytest.mark.parametrize("case", ["loopback_default", "secret_env", "root_user", "ray_head"])
 def test_systemd_accepts_the_unit(played, case):
     analyze = shutil.which("systemd-analyze")
     assert analyze, "systemd-analyze is needed (systemd package)"
@@ -317,6 +317,13 @@ def test_a_ray_plan_runs_vllm_on_the_head_over_the_cluster_without_a_group_watch
     assert '"RAY_ADDRESS=10.0.0.10:6379"' in unit and '"VLLM_HOST_IP=10.0.0.10"' in unit
     assert 'ReadWritePaths="-/var/lib/gauntlet-ray"' in unit
     assert "Wants=vllm-tiny-group.service" not in unit and "Restart=no" in unit
+    directives = _directives(unit)
+    for directive in ("Wants=gauntlet-ray.service", "After=gauntlet-ray.service", "PartOf=gauntlet-ray.service"):
+        assert directive in directives, directives
+    # The deployment's one endpoint is the head's: its watchdog kills it when it hangs, never restarts it alone.
+    watchdog = (out / "ray_head-watchdog.service").read_text()
+    assert '"--group-node"' in watchdog and '"--url" "http://127.0.0.1:8000"' in watchdog
+    assert '"--group-node"' not in (out / "loopback_default-watchdog.service").read_text()
 
 
 @pytest.mark.parametrize("case, words", [

@@ -13,6 +13,10 @@ not a hung one, and counts as alive. After N failed looks in a row the unit is r
 to the unit, so systemd marks it failed and frees the GPUs, and an alert (gave_up) says so. A later look
 that finds the unit active and answering (an operator restarted it) lifts that again.
 
+The head of a multi-node deployment (--group-node) is never restarted: a node restarted alone cannot rejoin
+the others. After N failed looks the watchdog kills it at once and leaves it failed (gave_up); its group watch
+(vllm-group-watch) then stops the other nodes' units, and a re-run of the play starts the group again.
+
 State: a JSON file per unit (restarts within the hour, total restarts, the last look). Metrics: a node
 exporter textfile per unit, written after every run. Both are written atomically. The API key, when the
 server needs one, comes from VLLM_API_KEY (the unit's 0600 EnvironmentFile), never from the command line.
@@ -58,6 +62,8 @@ def parse_args(argv):
     parser.add_argument("--ready", default=default_ready_script(), help="the readiness probe script (vllm-ready)")
     parser.add_argument("--tool-check", action="store_true", help="the probe also checks tool_choice auto (as readiness does)")
     parser.add_argument("--reasoning-check", action="store_true", help="the probe also checks the reasoning (as readiness does)")
+    parser.add_argument("--group-node", action="store_true",
+                        help="the unit is one node of a multi-node group: after N failed looks kill it, never restart it")
     args = parser.parse_args(argv)
     if args.failures < 1 or args.max_restarts < 0 or args.request_timeout <= 0:
         parser.error("--failures must be >= 1, --max-restarts >= 0 and --request-timeout > 0 (got %d, %d, %s)"
@@ -266,6 +272,10 @@ def failed_look(args, state, now):
     if failures < args.failures:
         log("%s: failed look %d of %d: %s" % (args.unit, failures, args.failures, reason))
         return
+    if args.group_node:
+        stop_group_node(args, state, reason)
+        state["consecutive_failures"] = 0
+        return
     state["restarts"] = [when for when in state["restarts"] if now - when < WINDOW_S]
     if len(state["restarts"]) >= args.max_restarts:
         give_up(args, state, reason)
@@ -305,6 +315,18 @@ def give_up(args, state, reason):
            "" if status == 0 else "; systemctl kill said: " + out))
 
 
+def stop_group_node(args, state, reason):
+    """Kill a hung node of a multi-node group and leave it failed: its group watch takes the other nodes down.
+
+    Its unit already has Restart=no (the role writes it so for every node), so no drop-in is needed.
+    """
+    status, out = systemctl("kill", "--signal=SIGKILL", args.unit)
+    state["gave_up"] = True
+    log("%s: %d failed looks in a row (last: %s): a node of a multi-node group is not restarted alone, so it is "
+        "killed and left failed (the other nodes go down with it); a re-run of the play starts the group%s"
+        % (args.unit, args.failures, reason, "" if status == 0 else "; systemctl kill said: " + out))
+
+
 # ---- metrics -------------------------------------------------------------------------------------------
 
 def textfile_path(directory, unit):
@@ -319,7 +341,8 @@ def metrics_text(state, now):
         ("consecutive_failures", "gauge", "Failed looks in a row.", state["consecutive_failures"]),
         ("probe_success", "gauge", "Whether the last readiness probe passed.",
          None if state.get("last_probe") is None else int(bool(state["last_probe"]["ok"]))),
-        ("gave_up", "gauge", "1 when the watchdog gave up after its restarts in the hour and left the unit failed.",
+        ("gave_up", "gauge", "1 when the watchdog killed the unit and left it failed (past its restarts in the hour, "
+                             "or at once for a node of a multi-node group).",
          int(bool(state["gave_up"]))),
         ("last_run_timestamp_seconds", "gauge", "When the watchdog last looked at the unit.", now),
     ]

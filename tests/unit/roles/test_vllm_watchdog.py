@@ -273,6 +273,23 @@ def test_after_k_restarts_in_the_hour_it_gives_up_and_leaves_the_unit_failed(hos
     assert host.acts() == ["daemon-reload", "kill --signal=SIGKILL %s" % UNIT] and state["gave_up"] is True
 
 
+def test_a_node_of_a_multi_node_group_is_killed_at_once_never_restarted(host, vllm, capsys):
+    vllm.mode = "hang"
+    state = host.run(vllm.url, failures=2, max_restarts=3, extra=["--group-node"])
+    assert host.acts() == [] and state["consecutive_failures"] == 1
+    state = host.run(vllm.url, failures=2, max_restarts=3, extra=["--group-node"])
+    # No restart (the node could not rejoin) and no drop-in (its unit has Restart=no already): a kill.
+    assert host.acts() == ["kill --signal=SIGKILL %s" % UNIT]
+    assert state["gave_up"] is True and state["restarts_total"] == 0 and not host.drop_in().exists()
+    assert _metric(host.textfile(), "gave_up") == 1
+    assert "a node of a multi-node group is not restarted alone, so it is killed" in capsys.readouterr().out
+    # The group started again by a re-run answers: the give-up is lifted.
+    host.set_active("active")
+    vllm.mode = "ok"
+    state = host.run(vllm.url, failures=2, max_restarts=3, extra=["--group-node"])
+    assert state["gave_up"] is False and _metric(host.textfile(), "gave_up") == 0
+
+
 def test_restarts_older_than_an_hour_do_not_count(host, vllm):
     host.seed(restarts=[time.time() - 3700], restarts_total=1)
     vllm.mode = "hang"
