@@ -234,3 +234,19 @@ def test_two_node_example_over_ray_runs_vllm_on_the_head_alone(hub, tmp_path):
     assert "--distributed-executor-backend ray" in head.group(1) and "--headless" not in head.group(1)
     assert "--nnodes" not in head.group(1) and "--data-parallel-address" not in head.group(1)
     assert re.search(r'"msg": "node 1 \(worker, 10\.0\.0\.11\): a Ray worker only"', result.stdout), result.stdout[-4000:]
+
+
+@pytest.mark.parametrize("listen, refused", [("127.0.0.1", True), ("0.0.0.0", False)])
+def test_the_router_of_the_two_node_example_refuses_a_head_it_cannot_reach(hub, tmp_path, listen, refused):
+    """serve_multinode.yml's last play alone (--limit to the router host): the head's report as the serve play
+    leaves it, given as extra vars. A head on loopback is refused, naming the settings; one on every address
+    passes the check and reaches the router role (which then finds the example's router host unreachable)."""
+    served = {"multinode_serving": True, "multinode_node_address": "10.0.0.10",
+              "vllm_service_report": {"host": listen, "served_model_name": "kimi-k25-int4-2nodes"}}
+    result = play(hub, tmp_path, "serve_multinode.yml", "--limit", "lb-02", "-e", json.dumps(served))
+    assert result.returncode != 0, result.stdout[-4000:]
+    message = " ".join(result.stdout.split())
+    said = "listens on 127.0.0.1 only" in message and "vllm_service_api_key" in message and "router lb-02" in message
+    assert said == refused, result.stdout[-4000:]
+    reached_the_role = "TASK [gauntlet.vllm.vllm_router : Check the backends and the model]" in result.stdout
+    assert reached_the_role != refused, result.stdout[-4000:]

@@ -15,7 +15,8 @@ that finds the unit active and answering (an operator restarted it) lifts that a
 
 The head of a multi-node deployment (--group-node) is never restarted: a node restarted alone cannot rejoin
 the others. After N failed looks the watchdog kills it at once and leaves it failed (gave_up); its group watch
-(vllm-group-watch) then stops the other nodes' units, and a re-run of the play starts the group again.
+(vllm-group-watch) then stops the other nodes' units (over Ray the other nodes run no vLLM unit: the head is
+the deployment), and a re-run of the play starts the group again.
 
 State: a JSON file per unit (restarts within the hour, total restarts, the last look). Metrics: a node
 exporter textfile per unit, written after every run. Both are written atomically. The API key, when the
