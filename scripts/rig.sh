@@ -190,10 +190,8 @@ step "vLLM image $GAUNTLET_VLLM_IMAGE"
 # scenarios not about installing. Rebuilt when the base image, the wheelhouse, the role or the
 # group_vars the bake's one host reads change: it is in vllm_hosts alone (rig/bake-vllm-image.sh), so
 # all.yml and vllm_hosts.yml (its vllm_install_* settings); the other groups' files do not touch it.
-mapfile -t bake_inputs < <(find "$GAUNTLET_ROOT/roles/vllm_install" -type f
-                           printf '%s\n' "$GAUNTLET_ROOT/inventory/embedded/group_vars/all.yml" \
-                             "$GAUNTLET_ROOT/inventory/embedded/group_vars/vllm_hosts.yml")
-mapfile -t bake_inputs < <(printf '%s\n' "${bake_inputs[@]}" | LC_ALL=C sort)
+mapfile -t bake_inputs < <({ find "$GAUNTLET_ROOT/roles/vllm_install" -type f
+                              printf '%s\n' "$GAUNTLET_ROOT"/inventory/embedded/group_vars/{all,vllm_hosts}.yml; } | LC_ALL=C sort)
 want=$(hash_of <(podman image inspect --format '{{.Id}}' "$GAUNTLET_IMAGE") "$GAUNTLET_WHEELHOUSE/.gauntlet-stamp" \
   "$GAUNTLET_ROOT/rig/bake-vllm-image.sh" "$GAUNTLET_ROOT/rig/bake-vllm-image.yml" "${bake_inputs[@]}")
 have=$(podman image inspect --format '{{ index .Config.Labels "gauntlet.rig.vllm-hash" }}' "$GAUNTLET_VLLM_IMAGE" 2>/dev/null || true)

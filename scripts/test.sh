@@ -69,7 +69,7 @@ stage_bench() {
 # GAUNTLET_MOLECULE_LANES: phases separated by '|', lanes by ':', scenarios by spaces ("a b|c" runs a then b,
 # then c: no lanes). A scenario no lane names joins the first lane, so a new scenario always runs.
 # The two lanes hold about the same minutes (alone: vllm_service 715, model_fetch 64-80 and deploy 377-426 s;
-# gauntlet 744-772 and multinode about 430 s).
+# gauntlet 744-772 and multinode 491 s).
 GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-vllm_service model_fetch deploy:gauntlet multinode|fleet}"
 
 run_scenario() {  # run_scenario NAME: molecule test into NAME's log, then print the log whole and its time
