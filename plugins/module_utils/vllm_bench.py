@@ -69,6 +69,7 @@ import time
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
 from ansible_collections.gauntlet.vllm.plugins.module_utils.gpu_power import PowerMeter
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import MAX_CONFIG_BYTES, read_json_object
 
@@ -95,11 +96,13 @@ def percentile(values, pct):
 
 
 def summarize_ms(values):
-    """Mean, median, p90 and p99 of a list of seconds, in milliseconds."""
+    """Mean, median (also as p50), p90 and p99 of a list of seconds, in milliseconds."""
     mean = sum(values) / len(values) if values else 0.0
+    median = round(percentile(values, 50) * 1000, 3)
     return {
         "mean": round(mean * 1000, 3),
-        "median": round(percentile(values, 50) * 1000, 3),
+        "median": median,
+        "p50": median,
         "p90": round(percentile(values, 90) * 1000, 3),
         "p99": round(percentile(values, 99) * 1000, 3),
     }
@@ -226,11 +229,12 @@ def finish_record(record, last_choice_at):
     return record
 
 
-def level_metrics(concurrency, records, duration_s):
-    """The figures of one concurrency level from its request records.
+def level_metrics(concurrency, records, duration_s, slo=None):
+    """The figures of one level from its request records (``concurrency`` None for an open-loop level).
 
     Records marked ``abandoned`` (in flight when ``run_level`` stopped the level) are counted apart,
-    neither as requests nor as failures.
+    neither as requests nor as failures. With ``slo`` (goodput's ``{ttft_ms, tpot_ms, e2el_ms}``) the level
+    also says how many requests met it per second (``goodput``) and whether its p99s did (``slo_met``).
     """
     abandoned = [record for record in records if record.get("abandoned")]
     records = [record for record in records if not record.get("abandoned")]
@@ -263,6 +267,7 @@ def level_metrics(concurrency, records, duration_s):
         "tpot_ms": summarize_ms(tpots),
         "itl_ms": summarize_ms(itls),
         "e2el_ms": summarize_ms([record["latency"] for record in done]),
+        "goodput": traffic.goodput(done, slo, duration_s),
     }
 
 
@@ -271,16 +276,23 @@ def failure_allowance(ratio, planned, sent=0):
     return int(math.floor(ratio * max(planned, sent) + 1e-9))
 
 
+def level_name(level):
+    """How messages name a level: ``C=8`` (closed loop) or ``rate 20 req/s`` (open loop)."""
+    if level.get("concurrency") is not None:
+        return "C=%d" % level["concurrency"]
+    return "rate %s" % traffic.rate_text(traffic.parse_rate(level["request_rate"]))
+
+
 def level_failure(level, ratio):
     """Why a measured level fails the sweep, or None: nothing completed, or more failures than ``ratio`` allows."""
     allowed = failure_allowance(ratio, level["requests"])
     if level["completed"] > 0 and level["failed"] <= allowed:
         return None
     classes = ", ".join("%s %d" % (name, count) for name, count in sorted(level["failed_by_class"].items()))
-    reason = "level C=%d: %d of %d request(s) failed (%s), more than max_failure_ratio %s allows (%d)" % (
-        level["concurrency"], level["failed"], level["requests"], classes or "none", ratio, allowed)
+    reason = "level %s: %d of %d request(s) failed (%s), more than max_failure_ratio %s allows (%d)" % (
+        level_name(level), level["failed"], level["requests"], classes or "none", ratio, allowed)
     if level["completed"] == 0 and level["failed"] <= allowed:
-        reason = "level C=%d: none of its %d request(s) completed" % (level["concurrency"], level["requests"])
+        reason = "level %s: none of its %d request(s) completed" % (level_name(level), level["requests"])
     if level.get("abandoned"):
         reason += "; the level was stopped early and %d request(s) in flight abandoned" % level["abandoned"]
     if level["first_errors"]:
@@ -371,15 +383,64 @@ def parse_prometheus(text, names):
 
 # Whole-number options and their least value (0 for "0 means the default" options).
 INT_MINIMUMS = (("requests_per_level", 0), ("input_len", 1), ("output_len", 1), ("warmup_requests", 0),
-                ("reserved_token_ids", 0), ("vocab_size", 1))
+                ("reserved_token_ids", 0), ("vocab_size", 1), ("prefix_len", 0), ("max_concurrency", 0),
+                ("rate_search_steps", 0))
+MAX_SEARCH_STEPS = 20
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def level_problems(params):
+    """Problems of the levels: closed-loop ``concurrency`` and open-loop ``request_rate``, one of them given."""
+    problems = []
+    levels = params.get("concurrency") or []
+    rates = params.get("request_rate") or []
+    if not levels and not rates:
+        problems.append("concurrency must be closed-loop levels when request_rate is empty (got both empty): "
+                        "give levels, open-loop rates or both")
+    if any(level < 1 for level in levels):
+        problems.append("concurrency must be a list of levels of 1 or more (got %s)" % (levels,))
+    for index, rate in enumerate(rates):
+        try:
+            traffic.parse_rate(rate)
+        except ValueError as exc:
+            problems.append("request_rate[%d]: %s" % (index, exc))
+    burstiness = params.get("burstiness", 1.0)
+    if not (_is_number(burstiness) and burstiness > 0):
+        problems.append("burstiness must be above 0 (1 is Poisson; got %s)" % (burstiness,))
+    steps = params.get("rate_search_steps") or 0
+    if steps > MAX_SEARCH_STEPS:
+        problems.append("rate_search_steps must be %d or fewer (got %s)" % (MAX_SEARCH_STEPS, steps))
+    if steps and not (rates and params.get("goodput")):
+        problems.append("rate_search_steps %d needs request_rate levels to search between and a goodput SLO to "
+                        "search for" % steps)
+    return problems
+
+
+def traffic_problems(params):
+    """Problems of the length mix, the dataset and the goodput SLO."""
+    problems = []
+    ratio = params.get("range_ratio", 0.0)
+    if not (_is_number(ratio) and 0 <= ratio < 1):
+        problems.append("range_ratio must be at least 0 and below 1 (got %s)" % (ratio,))
+    dataset = params.get("dataset") or {}
+    if dataset.get("type", "random") not in ("random", "custom"):
+        problems.append("dataset.type must be random or custom (got '%s')" % dataset.get("type"))
+    if dataset.get("type") == "custom" and not dataset.get("path"):
+        problems.append("dataset.path is required for dataset.type custom (a JSONL file on this host)")
+    for key, value in sorted((params.get("goodput") or {}).items()):
+        if key not in [name for name, dummy in traffic.SLO_METRICS]:
+            problems.append("goodput.%s is not an SLO (ttft_ms, tpot_ms or e2el_ms)" % key)
+        elif value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
+            problems.append("goodput.%s must be a number of milliseconds above 0 (got %s)" % (key, value))
+    return problems
 
 
 def validate_options(params):
     """Every problem of the module's numeric and URL options, each naming the option and its value."""
-    problems = []
-    levels = params.get("concurrency")
-    if not levels or any(level < 1 for level in levels):
-        problems.append("concurrency must be a list of levels of 1 or more (got %s)" % (levels,))
+    problems = level_problems(params) + traffic_problems(params)
     for name, least in INT_MINIMUMS:
         value = params.get(name)
         if value is not None and value < least:
@@ -551,7 +612,7 @@ async def run_level(base_url, api, model, prompts, prompt_lens, concurrency, max
 
         async def send(index):
             position = index % len(prompts)
-            payload = request_payload(api, model, prompts[position], max_tokens, ignore_eos)
+            payload = request_payload(api, model, prompts[position], tokens_of(max_tokens, position), ignore_eos)
             records.append(await one_request(session, url, payload, headers, timeout_s, prompt_lens[position],
                                              ssl_arg=ssl_arg))
 
@@ -582,6 +643,103 @@ async def run_level(base_url, api, model, prompts, prompt_lens, concurrency, max
     return records, wall
 
 
+def tokens_of(max_tokens, position):
+    """A request's max_tokens: one number for every request, or a list with one per prompt (a length mix)."""
+    return max_tokens[position] if isinstance(max_tokens, (list, tuple)) else max_tokens
+
+
+class OpenLoopCounts:
+    """What an open-loop level's client holds at a moment: requests due and unfinished, and those of them
+    still waiting for a slot under ``max_concurrency``."""
+
+    def __init__(self):
+        self.unfinished = 0
+        self.queued = 0
+
+
+async def _server_waiting(session, base_url, headers, ssl_arg):
+    """vLLM's ``vllm:num_requests_waiting`` now (summed over engines), or None when /metrics cannot tell."""
+    options = {"headers": headers, "timeout": aiohttp.ClientTimeout(total=5), "allow_redirects": False}
+    if ssl_arg is not None:
+        options["ssl"] = ssl_arg
+    try:
+        async with session.get(base_url.rstrip("/") + "/metrics", **options) as response:
+            if response.status != 200:
+                return None
+            text = await response.text()
+    except (aiohttp.ClientError, OSError, asyncio.TimeoutError):
+        return None
+    return parse_prometheus(text, {"vllm:num_requests_waiting"}).get("vllm:num_requests_waiting")
+
+
+async def run_open_level(base_url, api, model, requests, offsets, timeout_s, api_key=None, max_concurrency=0,
+                         max_failure_ratio=None, validate_certs=True, ignore_eos=True):
+    """Send ``requests`` (dicts with ``prompt``, ``prompt_len``, ``max_tokens``) each at its offset from the start
+    (``offsets``, seconds), open loop: a request is sent when it is due whatever is in flight, unless
+    ``max_concurrency`` requests already are (it then waits for a slot, as ``vllm bench serve``'s semaphore).
+
+    Returns (records, wall seconds, arrivals): each record carries ``due`` and ``dispatched`` (seconds from the
+    start), and ``arrivals`` says what was unfinished when the last request was due and vLLM's waiting queue
+    then. With ``max_failure_ratio``, failures past its allowance stop the level as in ``run_level``.
+    """
+    url = base_url.rstrip("/") + ("/v1/chat/completions" if api == "chat" else "/v1/completions")
+    headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
+    ssl_arg = ssl_option(base_url, validate_certs)
+    connector = aiohttp.TCPConnector(limit=max_concurrency or 0, force_close=False)
+    slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+    counts = OpenLoopCounts()
+    records = []
+    async with aiohttp.ClientSession(connector=connector) as session:
+        started = time.perf_counter()
+
+        async def send(index, dispatched):
+            item = requests[index]
+            payload = request_payload(api, model, item["prompt"], item["max_tokens"], ignore_eos)
+            try:
+                if slots is not None:
+                    await slots.acquire()
+                    counts.queued -= 1
+                try:
+                    record = await one_request(session, url, payload, headers, timeout_s, item["prompt_len"],
+                                               ssl_arg=ssl_arg)
+                finally:
+                    if slots is not None:
+                        slots.release()
+            finally:
+                counts.unfinished -= 1
+            record.update(due=offsets[index], dispatched=dispatched)
+            records.append(record)
+
+        def too_many_failures(sent):
+            if max_failure_ratio is None:
+                return False
+            failed = sum(1 for record in records if not record["ok"])
+            return failed > failure_allowance(max_failure_ratio, len(requests), sent)
+
+        pending = set()
+        stopped = False
+        for index, offset in enumerate(offsets):
+            delay = started + offset - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if too_many_failures(index):
+                stopped = True
+                break
+            # Counted when due, not when its task first runs: a burst's tasks all start after the loop.
+            counts.unfinished += 1
+            counts.queued += 1 if slots is not None else 0
+            pending.add(asyncio.ensure_future(send(index, time.perf_counter() - started)))
+        arrivals = {"client": counts.unfinished, "queued_by_cap": counts.queued,
+                    "server_waiting": None if stopped else await _server_waiting(session, base_url, headers, ssl_arg)}
+        while pending and not too_many_failures(len(offsets)):
+            dummy, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        if pending:
+            await _abandon(pending, records, "in flight when the level stopped: its failures exceeded "
+                           "max_failure_ratio %s" % max_failure_ratio)
+        wall = time.perf_counter() - started
+    return records, wall, arrivals
+
+
 async def _abandon(pending, records, reason):
     for task in pending:
         task.cancel()
@@ -599,6 +757,8 @@ SERVER_COUNTERS = (
     "vllm:request_queue_time_seconds_count",
     "vllm:prompt_tokens_total",
     "vllm:generation_tokens_total",
+    "vllm:prefix_cache_queries_total",
+    "vllm:prefix_cache_hits_total",
 )
 DEFAULT_VOCAB = 32000
 
@@ -615,8 +775,9 @@ class BenchError(Exception):
 def check_mode_result():
     """What the module returns in check mode: a benchmark is its measurement, so nothing is sent."""
     return dict(changed=False, skipped=True, msg="a benchmark does not run in check mode", levels=[],
-                saturation_concurrency=None, peak_output_tokens_per_s=0.0, peak_concurrency=None,
-                workload={}, aborted=None, failed_level=None)
+                rate_levels=[], saturation_concurrency=None, peak_output_tokens_per_s=0.0, peak_concurrency=None,
+                workload={}, aborted=None, failed_level=None, slo=None, max_sustainable_rate=None,
+                max_sustainable_rate_reason="a benchmark does not run in check mode")
 
 
 def _http_get(params, url, timeout=10, data=None):
@@ -659,11 +820,25 @@ def served_model(params):
     if entry is None:
         raise BenchError("the server at %s does not serve model '%s'; it serves %s"
                          % (params["base_url"], params["model"], [item["id"] for item in models]))
-    needed = params["input_len"] + params["output_len"]
-    if entry.get("max_model_len") is not None and needed > entry["max_model_len"]:
-        raise BenchError("input_len + output_len = %d tokens, more than the max_model_len %d that %s gives for '%s'"
-                         % (needed, entry["max_model_len"], url, params["model"]))
+    needed, terms = longest_request(params)
+    if needed is not None and entry.get("max_model_len") is not None and needed > entry["max_model_len"]:
+        raise BenchError("%s = %d tokens, more than the max_model_len %d that %s gives for '%s'"
+                         % (terms, needed, entry["max_model_len"], url, params["model"]))
     return entry
+
+
+def longest_request(params):
+    """The most tokens one request of the random workload can need, and how that is worked out; (None, None)
+    for a custom dataset, whose prompt lengths only the server knows."""
+    if (params.get("dataset") or {}).get("type") == "custom":
+        return None, None
+    ratio = params.get("range_ratio") or 0.0
+    prefix = params.get("prefix_len") or 0
+    longest_in = traffic.length_bounds(params["input_len"], ratio, least=1)[1]
+    longest_out = traffic.length_bounds(params["output_len"], ratio, least=1)[1]
+    if not ratio and not prefix:
+        return longest_in + longest_out, "input_len + output_len"
+    return prefix + longest_in + longest_out, ("prefix_len + the longest input and output of range_ratio %s" % ratio)
 
 
 def vocabulary(params, model_entry):
@@ -726,37 +901,98 @@ def cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
+class RequestSource:
+    """The requests of each level: seeded random token prompts (a length mix around input_len/output_len after
+    a shared prefix, as text through the server's /detokenize for chat) or the lines of a custom dataset.
+
+    The closed loop's pool is the one it always was (the seed's prompts, the same at every concurrency). Each
+    open-loop level and the warm-up draw their own prompts from the seed and their name, so a level finds in
+    vLLM's prefix cache only what its workload shares (the prefix), not the prompts of the levels before it.
+    A custom dataset is sent as it is, from its first line, at every level (as ``vllm bench serve`` does).
+    """
+
+    def __init__(self, params, vocab_size):
+        self.params = params
+        self.vocab_size = vocab_size
+        self.reserved = min(params["reserved_token_ids"], vocab_size - 1)
+        dataset = params.get("dataset") or {}
+        self.entries = None
+        if dataset.get("type") == "custom":
+            try:
+                self.entries = traffic.read_custom_dataset(dataset["path"], params["output_len"])
+            except traffic.DatasetError as exc:
+                raise BenchError("dataset: %s" % exc)
+        self.prefix = traffic.shared_prefix(params.get("prefix_len") or 0, vocab_size, self.reserved,
+                                            random.Random("%d/prefix" % params["seed"]))
+
+    def requests(self, name, count):
+        """``count`` requests (``prompt``, ``prompt_len`` (None for text of unknown length), ``max_tokens``)."""
+        if self.entries is not None:
+            chosen = [self.entries[index % len(self.entries)] for index in range(count)]
+            return [{"prompt": entry["prompt"], "prompt_len": None, "max_tokens": entry["output_tokens"]}
+                    for entry in chosen]
+        seed = self.params["seed"]
+        inputs, outputs = traffic.sample_lengths(count, self.params["input_len"], self.params["output_len"],
+                                                 self.params.get("range_ratio") or 0.0,
+                                                 random.Random("%d/%s/lengths" % (seed, name)))
+        # The closed loop keeps the prompts of random_token_prompts for the seed: its figures stay comparable.
+        rng = random.Random(seed) if name == "closed" else random.Random("%d/%s" % (seed, name))
+        ids = traffic.token_prompts(inputs, self.prefix, self.vocab_size, self.reserved, rng)
+        prompts = chat_prompts(self.params, ids) if self.params["api"] == "chat" else ids
+        return [{"prompt": prompt, "prompt_len": len(token_ids), "max_tokens": tokens}
+                for prompt, token_ids, tokens in zip(prompts, ids, outputs)]
+
+
+def closed_loop_count(params):
+    """Prompts in the closed loop's pool: requests_per_level, else four times the highest level (at least 8)."""
+    return params["requests_per_level"] or max(8, 4 * max(params["concurrency"] or [0]))
+
+
 def build_workload(params, entry):
-    """The prompts (token ids, or their text for chat), their lengths and the workload description."""
+    """The request source, the closed loop's requests and the workload description."""
     vocab_size, vocab_from = vocabulary(params, entry)
-    per_level = params["requests_per_level"] or max(8, 4 * max(params["concurrency"]))
-    token_prompts = random_token_prompts(per_level, params["input_len"], vocab_size, params["seed"],
-                                         reserved_ids=min(params["reserved_token_ids"], vocab_size - 1))
-    prompts = chat_prompts(params, token_prompts) if params["api"] == "chat" else token_prompts
+    source = RequestSource(params, vocab_size)
+    closed = source.requests("closed", closed_loop_count(params)) if params["concurrency"] else []
+    dataset = params.get("dataset") or {}
     workload = {"model": params["model"], "base_url": params["base_url"], "api": params["api"],
                 "input_len": params["input_len"], "output_len": params["output_len"],
                 "ignore_eos": params["ignore_eos"], "seed": params["seed"], "vocab_size": vocab_size,
-                "vocab_size_from": vocab_from, "prompts": per_level,
+                "vocab_size_from": vocab_from, "prompts": len(closed),
                 "requests_per_level": None if params["duration"] else "4 x concurrency, at least 8"
                 if not params["requests_per_level"] else params["requests_per_level"],
                 "duration_s": params["duration"] or None, "max_model_len": entry.get("max_model_len"),
-                "max_failure_ratio": params["max_failure_ratio"], "temperature": TEMPERATURE}
-    return prompts, [len(ids) for ids in token_prompts], workload
+                "max_failure_ratio": params["max_failure_ratio"], "temperature": TEMPERATURE,
+                "request_rate": [traffic.rate_label(traffic.parse_rate(rate)) for rate in params["request_rate"] or []],
+                "burstiness": params["burstiness"], "max_concurrency": params["max_concurrency"] or None,
+                "range_ratio": params["range_ratio"], "prefix_len": params["prefix_len"],
+                "dataset": {"type": dataset.get("type", "random"), "path": dataset.get("path"),
+                            "requests": len(source.entries) if source.entries is not None else None},
+                "goodput": slo_of(params), "rate_search_steps": params["rate_search_steps"]}
+    return source, closed, workload
 
 
-def warm_up(params, loop, prompts, prompt_lens):
+def slo_of(params):
+    """The goodput SLO given (only its keys that have a value), or None."""
+    slo = dict((key, float(value)) for key, value in (params.get("goodput") or {}).items() if value is not None)
+    return slo or None
+
+
+def warm_up(params, loop, source, closed):
     """Send the warm-up requests, up to the sweep's highest concurrency at a time (as ``vllm bench serve
     --num-warmups`` does with its ``--max-concurrency``): a server just started is slow on its first batches of a
-    new size, and one request at a time would leave the first level to pay for that. The reason the sweep cannot
-    start when one fails, else None."""
+    new size, and one request at a time would leave the first level to pay for that. An open-loop sweep warms up
+    at its max_concurrency (8 without one) with prompts of its own. The reason the sweep cannot start when one
+    fails, else None."""
     count = params["warmup_requests"]
     if not count:
         return None
+    requests = closed[:count] if closed else source.requests("warmup", count)
+    width = max(params["concurrency"] or [params["max_concurrency"] or 8])
     records, dummy = loop.run_until_complete(run_level(
-        params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count],
-        min(count, max(params["concurrency"])),
-        params["output_len"], params["ignore_eos"], params["request_timeout"], params["api_key"],
-        max_failure_ratio=0, validate_certs=params["validate_certs"]))
+        params["base_url"], params["api"], params["model"], [item["prompt"] for item in requests],
+        [item["prompt_len"] for item in requests], min(len(requests), width),
+        [item["max_tokens"] for item in requests], params["ignore_eos"], params["request_timeout"],
+        params["api_key"], max_failure_ratio=0, validate_certs=params["validate_certs"]))
     failed = [record for record in records if not record["ok"] and not record.get("abandoned")]
     if failed:
         return "a warm-up request failed (%s): %s" % (failed[0]["error_class"], failed[0]["error"])
@@ -770,74 +1006,182 @@ def server_deltas(before, after):
     return {name: round(after.get(name, 0.0) - before.get(name, 0.0), 6) for name in SERVER_COUNTERS if name in after}
 
 
-def measure_level(params, loop, meter, concurrency, prompts, prompt_lens):
-    """One level: its requests, then its figures with /metrics deltas, client CPU and GPU energy."""
-    count = len(prompts) if params["duration"] else (params["requests_per_level"] or max(8, 4 * concurrency))
-    before = scrape(params)
-    cpu_before = cpu_seconds()
-    if meter is not None:
-        meter.start()
+class LevelProbe:
+    """What is read around a level: /metrics, client CPU and GPU energy; ``finish`` adds them to its figures."""
+
+    def __init__(self, params, meter):
+        self.params = params
+        self.meter = meter
+        self.before = scrape(params)
+        self.cpu_before = cpu_seconds()
+        if meter is not None:
+            meter.start()
+
+    def finish(self, level):
+        energy = self.meter.stop() if self.meter is not None else None
+        level["power"] = energy
+        level["joules_per_output_token"] = (round(energy["energy_j"] / level["output_tokens"], 4)
+                                            if energy and level["output_tokens"] else None)
+        level["client_cpu_s"] = round(cpu_seconds() - self.cpu_before, 3)
+        sent = level["requests"] + level.get("abandoned", 0)
+        level["client_cpu_ms_per_request"] = round(1000.0 * level["client_cpu_s"] / sent, 3) if sent else None
+        level["server_metrics"] = server_deltas(self.before, scrape(self.params))
+        level["prefix_cache_hit_rate"] = traffic.prefix_hit_rate(level["server_metrics"])
+        return traffic.judge(level, slo_of(self.params))
+
+
+def measure_level(params, loop, meter, concurrency, closed):
+    """One closed-loop level: its requests, then its figures with /metrics deltas, client CPU and GPU energy."""
+    count = len(closed) if params["duration"] else (params["requests_per_level"] or max(8, 4 * concurrency))
+    requests = closed[:count]
+    probe = LevelProbe(params, meter)
     records, wall = loop.run_until_complete(run_level(
-        params["base_url"], params["api"], params["model"], prompts[:count], prompt_lens[:count], concurrency,
-        params["output_len"], params["ignore_eos"], params["request_timeout"], params["api_key"],
+        params["base_url"], params["api"], params["model"], [item["prompt"] for item in requests],
+        [item["prompt_len"] for item in requests], concurrency, [item["max_tokens"] for item in requests],
+        params["ignore_eos"], params["request_timeout"], params["api_key"],
         duration_s=params["duration"] or None, max_failure_ratio=params["max_failure_ratio"],
         validate_certs=params["validate_certs"]))
-    energy = meter.stop() if meter is not None else None
-    after = scrape(params)
-    level = level_metrics(concurrency, records, wall)
-    level["power"] = energy
-    level["joules_per_output_token"] = (round(energy["energy_j"] / level["output_tokens"], 4)
-                                        if energy and level["output_tokens"] else None)
-    level["client_cpu_s"] = round(cpu_seconds() - cpu_before, 3)
-    level["server_metrics"] = server_deltas(before, after)
-    return level
+    return probe.finish(level_metrics(concurrency, records, wall, slo_of(params)))
 
 
-def sweep(params, meter, prompts, prompt_lens):
-    """Warm up, then every level until one fails; returns (levels, why it stopped or None, the failed level or None)."""
+def arrival_figures(records, count):
+    """How the arrivals went: requests sent, the window from first to last send, the rate and the gaps' CV
+    that window shows, and how late the p99 send was against its schedule."""
+    sent = [record for record in records if record.get("dispatched") is not None]
+    times = [record["dispatched"] for record in sent]
+    window = (max(times) - min(times)) if times else 0.0
+    lags = [max(0.0, record["dispatched"] - record["due"]) for record in sent]
+    cv = traffic.gap_cv(times)
+    return {"planned": count, "sent": len(sent), "window_s": round(window, 3),
+            "offered_rate": round((len(sent) - 1) / window, 3) if window > 0 else None,
+            "gap_cv": None if cv is None else round(cv, 4), "lag_ms_p99": round(percentile(lags, 99) * 1000, 3)}
+
+
+def measure_rate_level(params, loop, meter, source, rate, index, searched=False):
+    """One open-loop level: ``rate`` requests/s (gamma gaps of shape ``burstiness``), then its figures."""
+    count = traffic.requests_for_rate(rate, params["requests_per_level"], params["duration"],
+                                      params["max_concurrency"])
+    requests = source.requests("rate-%d" % index, count)
+    offsets = traffic.arrival_offsets(count, rate, params["burstiness"],
+                                      random.Random("%d/arrivals/%d" % (params["seed"], index)))
+    probe = LevelProbe(params, meter)
+    records, wall, waiting = loop.run_until_complete(run_open_level(
+        params["base_url"], params["api"], params["model"], requests, offsets, params["request_timeout"],
+        params["api_key"], max_concurrency=params["max_concurrency"], max_failure_ratio=params["max_failure_ratio"],
+        validate_certs=params["validate_certs"], ignore_eos=params["ignore_eos"]))
+    level = {"request_rate": traffic.rate_label(rate), "burstiness": params["burstiness"],
+             "max_concurrency": params["max_concurrency"] or None, "searched": searched}
+    figures = level_metrics(None, records, wall, slo_of(params))
+    figures.pop("concurrency")
+    level.update(figures)
+    level["arrivals"] = arrival_figures(records, count)
+    level["waiting_at_arrivals_end"] = waiting
+    return probe.finish(level)
+
+
+class Sweep:
+    """The levels measured so far and why the sweep stopped (None while it goes on)."""
+
+    def __init__(self):
+        self.levels = []
+        self.rate_levels = []
+        self.aborted = None
+        self.failed_level = None
+
+    def stop(self, reason, failed_level=None):
+        self.aborted = reason
+        self.failed_level = failed_level
+        return False
+
+    def check(self, params, level, label):
+        """Whether the sweep goes on after ``level``; stops it (False) on a level past max_failure_ratio."""
+        reason = level_failure(level, params["max_failure_ratio"])
+        if not reason:
+            return True
+        if not reachable(params):
+            reason = "the server went away during level %s (%s)" % (level_name(level), reason)
+        return self.stop(reason, label)
+
+
+def closed_loop(params, loop, meter, closed, state):
+    for concurrency in params["concurrency"]:
+        if not reachable(params):
+            return state.stop("the server stopped answering /health before level C=%d" % concurrency, concurrency)
+        level = measure_level(params, loop, meter, concurrency, closed)
+        state.levels.append(level)
+        if not state.check(params, level, concurrency):
+            return False
+    return True
+
+
+def _rate_level(params, loop, meter, source, state, rate, index, searched):
+    """Measure one open-loop level into ``state``; False when the sweep stops there."""
+    if not reachable(params):
+        return state.stop("the server stopped answering /health before level rate %s" % traffic.rate_text(rate),
+                          traffic.rate_label(rate))
+    level = measure_rate_level(params, loop, meter, source, rate, index, searched)
+    state.rate_levels.append(level)
+    return state.check(params, level, traffic.rate_label(rate))
+
+
+def open_loop(params, loop, meter, source, state):
+    """The ladder of request rates, then up to ``rate_search_steps`` levels bisecting for the max rate."""
+    ladder = [traffic.parse_rate(rate) for rate in params["request_rate"] or []]
+    for index, rate in enumerate(ladder):
+        if not _rate_level(params, loop, meter, source, state, rate, index, False):
+            return False
+    for step in range(params["rate_search_steps"] or 0):
+        rate = traffic.next_search_rate(state.rate_levels, slo_of(params))
+        if rate is None:
+            break
+        if not _rate_level(params, loop, meter, source, state, rate, len(ladder) + step, True):
+            return False
+    return True
+
+
+def sweep(params, meter, source, closed):
+    """Warm up, then every closed-loop level, then every open-loop level, until one fails; returns a Sweep."""
     loop = asyncio.new_event_loop()
-    levels = []
+    state = Sweep()
     try:
-        reason = warm_up(params, loop, prompts, prompt_lens)
+        reason = warm_up(params, loop, source, closed)
         if reason:
-            return levels, reason, None
-        for concurrency in params["concurrency"]:
-            if not reachable(params):
-                return levels, "the server stopped answering /health before level C=%d" % concurrency, concurrency
-            level = measure_level(params, loop, meter, concurrency, prompts, prompt_lens)
-            levels.append(level)
-            reason = level_failure(level, params["max_failure_ratio"])
-            if reason:
-                if not reachable(params):
-                    reason = "the server went away during level C=%d (%s)" % (concurrency, reason)
-                return levels, reason, concurrency
+            state.stop(reason)
+        elif closed_loop(params, loop, meter, closed, state):
+            open_loop(params, loop, meter, source, state)
     finally:
         loop.close()
-    return levels, None, None
+    return state
 
 
 def run_sweep(params, power_meter=PowerMeter):
     """The benchmark of the module's ``params``: the served model, the prompts, warm-up and every level.
 
-    Returns the result (levels, workload, saturation and peak, power, times). Raises BenchError when the server
-    cannot be used (nothing measured) or when the sweep stopped (warm-up, a level past max_failure_ratio, the
-    server gone); then ``result`` holds the same keys with the levels measured, the failed one included.
+    Returns the result (closed-loop levels, open-loop rate levels, workload, saturation and peak, the max
+    sustainable rate, power, times). Raises BenchError when the server cannot be used (nothing measured) or when
+    the sweep stopped (warm-up, a level past max_failure_ratio, the server gone); then ``result`` holds the same
+    keys with the levels measured, the failed one included.
     ``power_meter`` builds the GPU energy meter (``PowerMeter``'s signature).
     """
     entry = served_model(params)
-    prompts, prompt_lens, workload = build_workload(params, entry)
+    source, closed, workload = build_workload(params, entry)
     meter = power_meter(indices=params["power_gpus"]) if params["power"] else None
     power_unavailable = "turned off (power: false)" if meter is None else meter.reason
     started = time.time()
     try:
-        levels, aborted, failed_level = sweep(params, meter, prompts, prompt_lens)
+        state = sweep(params, meter, source, closed)
     finally:
         if meter is not None:
             meter.close()
-    result = dict(levels=levels, workload=workload, aborted=aborted, failed_level=failed_level,
-                  elapsed_s=round(time.time() - started, 1), power_unavailable=power_unavailable,
-                  client_cpu_s=round(cpu_seconds(), 3))
-    result.update(saturation(levels))
-    if aborted:
-        raise BenchError("%s; the %d level(s) measured are in 'levels'" % (aborted, len(levels)), result)
+    rate, how = traffic.max_sustainable(state.rate_levels, slo_of(params))
+    result = dict(levels=state.levels, rate_levels=state.rate_levels, workload=workload, aborted=state.aborted,
+                  failed_level=state.failed_level, elapsed_s=round(time.time() - started, 1),
+                  power_unavailable=power_unavailable, client_cpu_s=round(cpu_seconds(), 3), slo=slo_of(params),
+                  max_sustainable_rate=rate, max_sustainable_rate_reason=how)
+    result.update(saturation(state.levels))
+    if state.aborted:
+        where = "the %d level(s) measured are in 'levels'" % len(state.levels)
+        if state.rate_levels:
+            where += " and the %d open-loop level(s) in 'rate_levels'" % len(state.rate_levels)
+        raise BenchError("%s; %s" % (state.aborted, where), result)
     return result

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: vllm_bench
-short_description: Sweep a vLLM server over concurrency levels and return throughput and latency as facts
+short_description: Sweep a vLLM server over concurrency levels and request rates; throughput, latency, goodput as facts
 version_added: 0.1.0
 description:
   - Sends the same seeded random prompts at every concurrency level of O(concurrency) to an OpenAI-compatible vLLM
@@ -32,6 +32,11 @@ description:
     concurrency O(request_timeout)s, rounded up (one for most levels), not the whole sweep. A failed warm-up
     request fails the task before the sweep. A server that dies mid-sweep ends the sweep the same way. The levels
     measured, the failed one included, stay in the result with RV(failed_level) and the reason in RV(aborted).
+  - Real traffic, as C(vllm bench serve) names it. O(request_rate) adds open-loop levels (requests arrive on a
+    schedule, Poisson or gamma with O(burstiness), capped by O(max_concurrency)); O(range_ratio) mixes lengths;
+    O(prefix_len) shares a prefix; O(dataset) replays a custom JSONL; O(goodput) sets SLOs, which give each level its
+    good requests per second and the sweep its max sustainable rate (RV(max_sustainable_rate)), found on the ladder
+    or by bisection (O(rate_search_steps)).
   - Must run with a Python that has C(aiohttp), for example the vLLM venv's (C(ansible_python_interpreter)).
 author:
   - gauntlet.vllm contributors (@gauntlet)
@@ -62,24 +67,119 @@ options:
     type: bool
     default: true
   concurrency:
-    description: Concurrency levels, in order; each keeps this many requests in flight.
+    description:
+      - Closed-loop levels, in order; each keeps this many requests in flight (a request is sent when one finishes).
+      - May be empty when O(request_rate) is given.
     type: list
     elements: int
     default: [1, 8, 32, 128, 256, 1024]
+  request_rate:
+    description:
+      - Open-loop levels, measured after the O(concurrency) levels, in order, as C(vllm bench serve --request-rate).
+        Each is a number of requests per second (above 0) or V(inf) (every request of the level at once).
+      - Requests arrive when they are due, whatever is in flight (only O(max_concurrency) holds them back), with
+        gaps drawn from a gamma distribution of shape O(burstiness); the arrival times are scaled so that the last
+        falls at requests / rate, as vLLM does.
+      - A level sends O(requests_per_level) requests; without it, O(duration) seconds of arrivals; without that,
+        10 seconds of them (at least 16). An V(inf) level without O(requests_per_level) sends 4 x
+        O(max_concurrency) (at least 16).
+      - Each level draws its own prompts from O(seed), so vLLM's prefix cache holds for it only what the workload
+        shares (O(prefix_len)), not earlier levels' prompts.
+    type: list
+    elements: raw
+    default: []
+  burstiness:
+    description:
+      - Shape of the gamma distribution of the open-loop gaps, as C(--burstiness). V(1) is a Poisson process (gaps'
+        coefficient of variation 1); higher is more regular (CV 1/sqrt(burstiness), V(4) gives 0.5), lower burstier.
+    type: float
+    default: 1.0
+  max_concurrency:
+    description:
+      - Most requests in flight during an open-loop level, as C(--max-concurrency); a request due when that many are
+        in flight waits for one to finish (its TTFT starts when it is sent). V(0) sets no cap.
+    type: int
+    default: 0
+  range_ratio:
+    description:
+      - Length mix, as C(--random-range-ratio). Each request's input and output lengths are uniform whole numbers in
+        [L x (1 - r), L x (1 + r)] around O(input_len) and O(output_len) (rounded outwards; the output at least 1).
+        At least 0 and below 1; V(0) gives every request exactly those lengths.
+    type: float
+    default: 0.0
+  prefix_len:
+    description:
+      - Tokens of a random prefix shared by every prompt of the sweep, before its O(input_len) tokens, as
+        C(--random-prefix-len). vLLM's prefix cache can then serve them; RV(levels[].prefix_cache_hit_rate) says
+        how much it did.
+    type: int
+    default: 0
+  dataset:
+    description:
+      - Where the prompts come from. V(random) (default) - seeded random token ids of O(input_len) / O(output_len)
+        with O(range_ratio) and O(prefix_len).
+      - V(custom) - C(vllm bench serve)'s custom JSONL at O(dataset.path), to replay your own traffic. Each non-blank
+        line is an object with C(prompt) (a string) and optionally C(output_tokens) (whole number of 1 or more,
+        default O(output_len)). Every level sends its lines in order from the first, cycling when it needs more.
+        With O(api=chat) each prompt is the content of one user message (the server applies the chat template); with
+        V(completions) it is sent as it is (C(vllm bench serve) wraps it in the chat template unless told
+        C(--skip-chat-template)). Input token counts are then the server's (C(usage)).
+      - A file that cannot be read, is not UTF-8 JSONL, or has a line without a C(prompt) string or with a bad
+        C(output_tokens) fails the task before anything is sent, naming the file, the line and the field.
+    type: dict
+    suboptions:
+      type:
+        description: V(random) or V(custom).
+        type: str
+        choices: [random, custom]
+        default: random
+      path:
+        description: The JSONL file on the host the module runs on; required for V(custom).
+        type: path
+  goodput:
+    description:
+      - Service level objectives in milliseconds, as C(--goodput ttft:<ms> tpot:<ms> e2el:<ms>); any of the three.
+      - A completed request is good when its TTFT, TPOT (0 for a single output token) and E2E are each at or below
+        the limit given. Every level reports its good requests per second (RV(levels[].goodput)).
+      - A level meets the SLO (C(slo_met)) when it completed every request and the p99 of each metric given is
+        within its limit. The highest open-loop rate that meets it is RV(max_sustainable_rate).
+    type: dict
+    suboptions:
+      ttft_ms:
+        description: Time to first token, at most, in ms.
+        type: float
+      tpot_ms:
+        description: Time per output token after the first, at most, in ms.
+        type: float
+      e2el_ms:
+        description: End-to-end latency, at most, in ms.
+        type: float
+  rate_search_steps:
+    description:
+      - After the O(request_rate) ladder, measure up to this many more open-loop levels, each at the midpoint between
+        the highest rate that met the O(goodput) SLO and the lowest measured rate above it that did not (half the
+        lowest rate when none met it). It stops early once that bracket is narrower than 2% of its top. Needs
+        O(goodput) and O(request_rate); at most 20.
+    type: int
+    default: 0
   requests_per_level:
-    description: Requests per level; 0 means four times the level's concurrency, at least 8. Ignored with O(duration).
+    description:
+      - Requests per level; 0 means four times the level's concurrency, at least 8 (closed loop), or the rule of
+        O(request_rate) (open loop). Ignored by closed-loop levels with O(duration).
     type: int
     default: 0
   duration:
-    description: Seconds each level keeps sending (requests still in flight then are waited for); 0 sends O(requests_per_level).
+    description:
+      - Seconds each closed-loop level keeps sending (requests still in flight then are waited for); 0 sends
+        O(requests_per_level). An open-loop level sends rate x O(duration) requests when O(requests_per_level) is 0.
     type: float
     default: 0
   input_len:
-    description: Prompt length in tokens.
+    description: Prompt length in tokens (the mean with O(range_ratio); the prefix comes on top).
     type: int
     default: 512
   output_len:
-    description: Tokens to generate per request (C(max_tokens)).
+    description: Tokens to generate per request (C(max_tokens)); the mean with O(range_ratio).
     type: int
     default: 128
   ignore_eos:
@@ -183,6 +283,32 @@ EXAMPLES = r"""
     ansible_python_interpreter: /opt/vllm/venv/bin/python
   register: kimi_bench
 
+- name: Open loop - Poisson arrivals at 2, 4, 8 and 16 req/s, lengths mixed +-50%, a 256-token shared prefix
+  gauntlet.vllm.vllm_bench:
+    model: kimi-k2.5
+    api_key: "{{ vault_vllm_api_key }}"
+    concurrency: []
+    request_rate: [2, 4, 8, 16]
+    burstiness: 1
+    range_ratio: 0.5
+    prefix_len: 256
+    goodput: {ttft_ms: 2000, tpot_ms: 50}
+    rate_search_steps: 3
+  vars:
+    ansible_python_interpreter: /opt/vllm/venv/bin/python
+  register: kimi_rates
+
+- name: Replay your own prompts through the chat API at 4 req/s
+  gauntlet.vllm.vllm_bench:
+    model: kimi-k2.5
+    api: chat
+    api_key: "{{ vault_vllm_api_key }}"
+    concurrency: []
+    request_rate: [4]
+    dataset: {type: custom, path: /var/lib/traffic/prompts.jsonl}
+  vars:
+    ansible_python_interpreter: /opt/vllm/venv/bin/python
+
 - name: Show the peak
   ansible.builtin.debug:
     msg: "{{ ansible_facts.vllm_bench.peak_output_tokens_per_s }} tok/s at C={{ ansible_facts.vllm_bench.peak_concurrency }}"
@@ -247,7 +373,7 @@ levels:
       description: Output tokens of the completed requests (server's count).
       type: int
     ttft_ms:
-      description: Time to first token; C(mean), C(median), C(p90), C(p99) in ms.
+      description: Time to first token; C(mean), C(median), C(p50) (the median again), C(p90), C(p99) in ms.
       type: dict
     tpot_ms:
       description: Time per output token after the first; same statistics.
@@ -273,6 +399,76 @@ levels:
     joules_per_output_token:
       description: GPU energy of the level divided by its output tokens; null without GPUs.
       type: float
+    client_cpu_ms_per_request:
+      description: RV(levels[].client_cpu_s) per request sent, in ms.
+      type: float
+    prefix_cache_hit_rate:
+      description:
+        - Share (0 to 1) of the prompt tokens vLLM looked up in its prefix cache over the level that it found there
+          (C(vllm:prefix_cache_hits_total) / C(vllm:prefix_cache_queries_total)); null when C(/metrics) lacks them.
+      type: float
+    goodput:
+      description:
+        - With O(goodput) - C(good_requests) (completed requests that met every SLO given) and C(request_goodput)
+          (them per second of the level's duration); null without.
+      type: dict
+    slo_met:
+      description: With O(goodput) - whether every request completed and each p99 given is within its SLO; null without.
+      type: bool
+    slo_misses:
+      description: What kept the level from meeting the SLO (C(p99 TTFT 812.0 ms > 500 ms), failed requests); empty when met.
+      type: list
+      elements: str
+rate_levels:
+  description:
+    - One entry per open-loop level measured (O(request_rate)), the ladder first, then the levels of the search.
+    - Each has every key of RV(levels) but C(concurrency), and the keys below.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    request_rate:
+      description: The target rate in requests/s, or the string C(inf).
+      type: raw
+    burstiness:
+      description: The gamma shape of the gaps.
+      type: float
+    max_concurrency:
+      description: The cap on requests in flight, or null.
+      type: int
+    searched:
+      description: Whether the level was added by the search for the max rate (O(rate_search_steps)).
+      type: bool
+    request_throughput:
+      description: The achieved rate - completed requests per second of the level's duration (first due to last done).
+      type: float
+    arrivals:
+      description:
+        - How the client kept the schedule. C(planned) and C(sent) requests, C(window_s) (first to last send),
+          C(offered_rate) (sends per second over that window), C(gap_cv) (the coefficient of variation of the gaps
+          between sends - about 1 for Poisson), C(lag_ms_p99) (how late the p99 send was against its schedule).
+      type: dict
+    waiting_at_arrivals_end:
+      description:
+        - When the level's last request was due - C(client) (requests due and not finished, those held by the cap
+          included), C(queued_by_cap) (held by O(max_concurrency), not sent yet), C(server_waiting) (vLLM's
+          C(vllm:num_requests_waiting) then; null when C(/metrics) could not tell).
+      type: dict
+slo:
+  description: The O(goodput) SLO the figures were judged by (its keys given), or null.
+  returned: always
+  type: dict
+max_sustainable_rate:
+  description:
+    - The highest target request rate whose open-loop level met the O(goodput) SLO (every request completed, each p99
+      within its limit); for an V(inf) level, its achieved rate. Null without an SLO, without open-loop levels, or when
+      no level met it.
+  returned: always
+  type: float
+max_sustainable_rate_reason:
+  description: How RV(max_sustainable_rate) was found (which level above missed), or why it is null.
+  returned: always
+  type: str
 power_unavailable:
   description: Why no power figures were taken (no NVML, no GPUs, turned off), or null.
   returned: always
@@ -298,7 +494,10 @@ peak_concurrency:
   returned: always
   type: int
 workload:
-  description: What was sent (model, api, lengths, seed, vocabulary, requests per level or duration, max_failure_ratio, temperature).
+  description:
+    - What was sent - model, api, lengths, seed, vocabulary, requests per level or duration, max_failure_ratio,
+      temperature, request rates, burstiness, max_concurrency, range_ratio, prefix_len, dataset (type, path, lines),
+      goodput and rate_search_steps.
   returned: always
   type: dict
 aborted:
@@ -306,9 +505,11 @@ aborted:
   returned: always
   type: str
 failed_level:
-  description: Concurrency of the level that failed the sweep (or before which the server stopped answering), or null.
+  description:
+    - The level that failed the sweep (or before which the server stopped answering) - its concurrency, or for an
+      open-loop level its request rate (a number, or C(inf)); null when none did.
   returned: always
-  type: int
+  type: raw
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -336,6 +537,21 @@ ARGUMENT_SPEC = dict(
     scrape_metrics=dict(type="bool", default=True),
     power=dict(type="bool", default=True),
     power_gpus=dict(type="list", elements="int"),
+    request_rate=dict(type="list", elements="raw", default=[]),
+    burstiness=dict(type="float", default=1.0),
+    max_concurrency=dict(type="int", default=0),
+    range_ratio=dict(type="float", default=0.0),
+    prefix_len=dict(type="int", default=0),
+    dataset=dict(type="dict", options=dict(
+        type=dict(type="str", choices=["random", "custom"], default="random"),
+        path=dict(type="path"),
+    )),
+    goodput=dict(type="dict", options=dict(
+        ttft_ms=dict(type="float"),
+        tpot_ms=dict(type="float"),
+        e2el_ms=dict(type="float"),
+    )),
+    rate_search_steps=dict(type="int", default=0),
 )
 
 

@@ -11,13 +11,14 @@ __metaclass__ = type
 
 import asyncio
 import json
+import random
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic, vllm_bench
 
 TOKEN_GAP_S = 0.01
 
@@ -28,6 +29,7 @@ class _StreamingHandler(BaseHTTPRequestHandler):
     in_flight = 0
     most_in_flight = 0
     answered = 0
+    generation = 0
     lock = threading.Lock()
 
     def log_message(self, *args):
@@ -36,14 +38,16 @@ class _StreamingHandler(BaseHTTPRequestHandler):
     def do_POST(self):
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         cls = type(self)
+        # Only this test's server counts: a request an earlier test abandoned may still be answering.
+        mine = self.server.generation == cls.generation
         with cls.lock:
-            cls.in_flight += 1
+            cls.in_flight += 1 if mine else 0
             cls.most_in_flight = max(cls.most_in_flight, cls.in_flight)
         try:
             self._answer(request)
         finally:
             with cls.lock:
-                cls.in_flight -= 1
+                cls.in_flight -= 1 if mine and self.server.generation == cls.generation else 0
 
     def _answer(self, request):
         if self.mode == "slow_then_500":
@@ -80,13 +84,22 @@ class _StreamingHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class _Server(ThreadingHTTPServer):
+    # An open-loop burst connects all at once: socketserver's backlog of 5 would drop the rest for a
+    # second (SYN retry), which a real server's backlog does not.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 @pytest.fixture
 def server(monkeypatch):
     monkeypatch.setattr(_StreamingHandler, "mode", "ok")
     monkeypatch.setattr(_StreamingHandler, "most_in_flight", 0)
     monkeypatch.setattr(_StreamingHandler, "answered", 0)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _StreamingHandler)
-    httpd.daemon_threads = True
+    monkeypatch.setattr(_StreamingHandler, "in_flight", 0)
+    monkeypatch.setattr(_StreamingHandler, "generation", _StreamingHandler.generation + 1)
+    httpd = _Server(("127.0.0.1", 0), _StreamingHandler)
+    httpd.generation = _StreamingHandler.generation
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield "http://127.0.0.1:%d" % httpd.server_address[1]
@@ -166,3 +179,54 @@ def test_requests_in_flight_when_a_level_stops_are_abandoned_not_waited_for(serv
     level = vllm_bench.level_metrics(2, records, wall)
     assert (level["requests"], level["failed"], level["abandoned"]) == (1, 1, 1)
     assert level["failed_by_class"] == {"http_5xx": 1}
+
+
+# ---- open loop ----------------------------------------------------------------------------------------------
+
+def run_open(base_url, rate, count=20, tokens=5, burstiness=1.0, cap=0, timeout=10.0, max_failure_ratio=None,
+             lengths=None):
+    prompts = vllm_bench.random_token_prompts(count, 16, 512, seed=1)
+    requests = [{"prompt": prompt, "prompt_len": 16, "max_tokens": (lengths or [tokens] * count)[index]}
+                for index, prompt in enumerate(prompts)]
+    offsets = bench_traffic.arrival_offsets(count, rate, burstiness, random.Random(0))
+    loop = asyncio.new_event_loop()
+    try:
+        return offsets, loop.run_until_complete(vllm_bench.run_open_level(
+            base_url, "completions", "tiny-llama", requests, offsets, timeout, max_concurrency=cap,
+            max_failure_ratio=max_failure_ratio))
+    finally:
+        loop.close()
+
+
+def test_an_open_loop_level_sends_on_schedule_whatever_is_in_flight(server):
+    # Each answer takes about 20 x 10 ms; arrivals at 50 req/s come every 20 ms: a closed loop would
+    # hold one request, an open one piles them up.
+    offsets, (records, wall, waiting) = run_open(server, 50.0, count=25, tokens=20)
+    figures = vllm_bench.arrival_figures(records, 25)
+    assert figures["sent"] == 25 and all(record["ok"] for record in records)
+    assert figures["offered_rate"] == pytest.approx(24 / (offsets[-1] - offsets[0]), rel=0.15)
+    assert figures["lag_ms_p99"] < 50
+    assert _StreamingHandler.most_in_flight >= 4
+    assert wall >= offsets[-1]
+
+
+def test_an_open_loop_level_holds_requests_over_max_concurrency_back(server):
+    offsets, (records, wall, waiting) = run_open(server, 200.0, count=12, tokens=20, cap=2)
+    assert _StreamingHandler.most_in_flight == 2 and all(record["ok"] for record in records)
+    assert waiting["queued_by_cap"] > 0 and waiting["client"] >= waiting["queued_by_cap"] + 1
+    # The TTFT clock starts when a request is sent, not when it was due (as vllm bench serve's semaphore).
+    assert max(record["ttft"] for record in records) < 0.15
+
+
+def test_an_inf_rate_sends_every_request_at_once_with_its_own_length(server):
+    offsets, (records, wall, waiting) = run_open(server, float("inf"), count=6, lengths=[10, 11, 12, 13, 14, 15])
+    assert sorted(record["completion_tokens"] for record in records) == [10, 11, 12, 13, 14, 15]
+    assert _StreamingHandler.most_in_flight == 6 and waiting["client"] == 6
+
+
+def test_an_open_loop_level_stops_once_its_failures_pass_the_allowance(server, monkeypatch):
+    monkeypatch.setattr(_StreamingHandler, "mode", "http_500")
+    offsets, (records, wall, waiting) = run_open(server, 100.0, count=40, max_failure_ratio=0.05)
+    level = vllm_bench.level_metrics(None, records, wall)
+    assert level["failed"] >= 3 and level["requests"] + level["abandoned"] < 40
+    assert wall < offsets[-1]                  # it did not wait for the rest of the schedule
