@@ -13,12 +13,16 @@ A candidate is a dict the ``vllm_gauntlet`` role records on the controller:
 - ``estimate`` (optional): the planner's estimate of its plan (``vllm_plan``'s ``plans[].estimate``), shown
   beside the measured figures with the ratio measured / predicted (``prediction``).
 
-Two ways to rank, both over levels that completed every request:
+Three ways to rank:
 
-- ``peak_output_tokens_per_s``: the highest output tok/s at any concurrency;
-- ``output_tokens_per_s_within_latency_budget``: the highest output tok/s among levels whose latency
+- ``peak_output_tokens_per_s``: the highest output tok/s at any concurrency (of the levels that completed
+  every request);
+- ``output_tokens_per_s_within_latency_budget``: the highest output tok/s among those levels whose latency
   statistic (p99 TTFT by default) stays within the budget. A candidate with no such level is not ranked,
-  and says so.
+  and says so;
+- ``max_rate_within_slo``: the highest request rate (req/s) the candidate sustained within its SLO, the
+  sweep's ``max_sustainable_rate`` (open-loop ``rate_levels`` measured with a goodput SLO). A candidate
+  without one is not ranked, with the sweep's ``max_sustainable_rate_reason``.
 
 ``build_report`` turns the ``vllm_gauntlet_report`` module's options into what ``report_files.write_report``
 writes (the ranking document, the table, the PNG renderer) and what the module returns (``summary``).
@@ -32,7 +36,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
 
 MODULE_NAME = "vllm_gauntlet_report"
 
-RANK_BY = ("peak_output_tokens_per_s", "output_tokens_per_s_within_latency_budget")
+RANK_BY = ("peak_output_tokens_per_s", "output_tokens_per_s_within_latency_budget", "max_rate_within_slo")
 LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
 LATENCY_STATISTICS = ("mean", "median", "p90", "p99")
 STATUSES = ("measured", "skipped", "failed")
@@ -61,21 +65,51 @@ def check_budget(budget):
     return budget
 
 
+def rate_level_of(result, rate):
+    """The open-loop level a max sustainable ``rate`` comes from: the one of that target rate that met the SLO,
+    or an ``inf`` one that met it and achieved that rate; None when there is none."""
+    for level in (result or {}).get("rate_levels") or []:
+        if not isinstance(level, dict) or not level.get("slo_met") or rate is None:
+            continue
+        target = level.get("request_rate")
+        if target == "inf" and level.get("request_throughput") == rate:
+            return level
+        if isinstance(target, (int, float)) and not isinstance(target, bool) and float(target) == rate:
+            return level
+    return None
+
+
+def rate_score(result):
+    """The ``max_rate_within_slo`` score: the sweep's max sustainable rate, with the target rate of its level
+    (``request_rate``: a number, or "inf" when every request sent at once met the SLO)."""
+    result = result or {}
+    rate = result.get("max_sustainable_rate")
+    if rate is None:
+        return {"score": None, "concurrency": None, "request_rate": None, "latency_ms": None,
+                "reason": result.get("max_sustainable_rate_reason") or "no open-loop levels"}
+    level = rate_level_of(result, rate)
+    return {"score": rate, "concurrency": None, "request_rate": level["request_rate"] if level else rate,
+            "latency_ms": None, "reason": None}
+
+
 def score(result, rank_by, budget=None):
     """The candidate's figure, the level it comes from, and why it has none.
 
-    Returns ``{"score": tok/s or None, "concurrency": C or None, "latency_ms": the budgeted statistic at that
-    level or None, "reason": None or why it is not ranked}``.
+    Returns ``{"score": tok/s (req/s for max_rate_within_slo) or None, "concurrency": C or None,
+    "request_rate": the open-loop level's target rate (max_rate_within_slo) or None, "latency_ms": the budgeted
+    statistic at that level or None, "reason": None or why it is not ranked}``.
     """
+    if rank_by == "max_rate_within_slo":
+        return rate_score(result)
     levels = [level for level in (result or {}).get("levels") or []
               if level.get("completed", 0) > 0 and not level.get("failed")]
     if not levels:
-        return {"score": None, "concurrency": None, "latency_ms": None,
+        return {"score": None, "concurrency": None, "request_rate": None, "latency_ms": None,
                 "reason": "no concurrency level completed every request"}
     if rank_by == "peak_output_tokens_per_s":
         best = max(levels, key=lambda level: (level["output_tokens_per_s"], -level["concurrency"]))
-        return {"score": best["output_tokens_per_s"], "concurrency": best["concurrency"], "latency_ms": None,
-                "reason": None}
+        return {"score": best["output_tokens_per_s"], "concurrency": best["concurrency"], "request_rate": None,
+                "latency_ms": None, "reason": None}
     if rank_by != "output_tokens_per_s_within_latency_budget":
         raise GauntletError("rank_by: '%s' is not one of %s" % (rank_by, ", ".join(RANK_BY)))
     budget = check_budget(budget)
@@ -86,12 +120,12 @@ def score(result, rank_by, budget=None):
     within = [level for level in levels if latency(level) is not None and latency(level) <= budget["max_ms"]]
     if not within:
         lowest = min(latency(level) for level in levels if latency(level) is not None)
-        return {"score": None, "concurrency": None, "latency_ms": None,
+        return {"score": None, "concurrency": None, "request_rate": None, "latency_ms": None,
                 "reason": "no level keeps %s %s within %.0f ms (lowest: %.1f ms)"
                           % (budget["statistic"], budget["metric"][:-3].upper(), budget["max_ms"], lowest)}
     best = max(within, key=lambda level: (level["output_tokens_per_s"], -level["concurrency"]))
-    return {"score": best["output_tokens_per_s"], "concurrency": best["concurrency"], "latency_ms": latency(best),
-            "reason": None}
+    return {"score": best["output_tokens_per_s"], "concurrency": best["concurrency"], "request_rate": None,
+            "latency_ms": latency(best), "reason": None}
 
 
 def _level_at(levels, concurrency):
@@ -167,7 +201,7 @@ def rank(candidates, rank_by, budget=None, incumbent=None, min_gain_pct=0.0):
         if status == "measured":
             row.update(score(candidate.get("result"), rank_by, budget))
         else:
-            row.update({"score": None, "concurrency": None, "latency_ms": None,
+            row.update({"score": None, "concurrency": None, "request_rate": None, "latency_ms": None,
                         "reason": candidate.get("reason") or status})
         rows.append(row)
     ranked = sorted((row for row in rows if row["score"] is not None), key=lambda row: (-row["score"], row["order"]))
@@ -197,31 +231,75 @@ def _cell(value, fmt="%.1f"):
     return "-" if value is None else fmt % value
 
 
-def markdown(title, ranking, rank_by, budget=None):
-    """The comparison table, winner first, skipped and failed candidates with their reasons."""
+def ranked_by(rank_by, budget=None):
+    """The figure a ranking is by, as the Markdown names it."""
     if rank_by == "output_tokens_per_s_within_latency_budget":
         budget = check_budget(budget)
-        figure = "output tok/s with %s %s <= %.0f ms" % (
+        return "output tok/s with %s %s <= %.0f ms" % (
             budget["statistic"], budget["metric"][:-3].upper(), budget["max_ms"])
+    if rank_by == "max_rate_within_slo":
+        return "max request rate within the SLO"
+    return "peak output tok/s"
+
+
+def winner_text(best):
+    """The winner with its figure: tok/s at a concurrency, or the request rate it sustained."""
+    if not best:
+        return "none (no candidate was measured within the rules)"
+    if best.get("request_rate") is not None:
+        figure = "%s req/s%s" % (report_files.rate_text(best["score"]),
+                                 " (every request sent at once, rate inf)" if best["request_rate"] == "inf" else "")
     else:
-        figure = "peak output tok/s"
-    best = winner(ranking)
+        figure = "%.1f tok/s at C=%s" % (best["score"], best["concurrency"])
+    return "**%s** (%s, %s) with %s" % (best["name"], best.get("model"), best.get("plan"), figure)
+
+
+def slo_note(ranking):
+    """The SLO the ranked candidates' rates were judged by, or a warning that it differs between them."""
+    slos = []
+    for row in ranking:
+        slo = (row.get("result") or {}).get("slo")
+        if row["score"] is not None and slo not in slos:
+            slos.append(slo)
+    if len(slos) > 1:
+        return " The candidates were measured against different SLOs (%s): compare their rates with care." % (
+            "; ".join(report_files.slo_text(slo) or "none" for slo in slos))
+    if slos and slos[0]:
+        return " SLO: %s (the p99 of each, and no failed request)." % report_files.slo_text(slos[0])
+    return ""
+
+
+def _where_and_ttft(row):
+    """The table's "at" cell (the concurrency, or the target rate) and the p99 TTFT of that level."""
+    result = row.get("result") or {}
+    if row.get("request_rate") is not None:
+        level = rate_level_of(result, row["score"]) or {}
+        return report_files.rate_text(row["request_rate"]), (level.get("ttft_ms") or {}).get("p99")
+    at_level = [level for level in result.get("levels") or [] if level.get("concurrency") == row["concurrency"]]
+    return row["concurrency"] or "-", at_level[0]["ttft_ms"]["p99"] if at_level else None
+
+
+def markdown(title, ranking, rank_by, budget=None):
+    """The comparison table, winner first, skipped and failed candidates with their reasons."""
+    figure = ranked_by(rank_by, budget)
+    by_rate = rank_by == "max_rate_within_slo"
+    where = "req/s" if by_rate else "C"
     lines = ["## %s" % title, "",
-             "Ranked by %s. Winner: %s." % (figure, ("**%s** (%s, %s) with %.1f tok/s at C=%s" % (
-                 best["name"], best.get("model"), best.get("plan"), best["score"], best["concurrency"]))
-                 if best else "none (no candidate was measured within the rules)"), "",
-             "| rank | candidate | model | plan | status | %s | at C | peak tok/s | predicted peak | measured/predicted "
-             "| C=1 tok/s | predicted C=1 | C=1 measured/predicted | p99 TTFT ms at C | ready s | note |" % figure,
+             "Ranked by %s. Winner: %s.%s" % (
+                 figure, winner_text(winner(ranking)), slo_note(ranking) if by_rate else ""),
+             "", "| rank | candidate | model | plan | status | %s | at %s | peak tok/s | predicted peak "
+             "| measured/predicted | C=1 tok/s | predicted C=1 | C=1 measured/predicted | p99 TTFT ms at %s | ready s "
+             "| note |" % (figure, where, where),
              "|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for row in ranking:
         result = row.get("result") or {}
-        at_level = [level for level in result.get("levels") or [] if level.get("concurrency") == row["concurrency"]]
-        ttft = at_level[0]["ttft_ms"]["p99"] if at_level else None
+        at, ttft = _where_and_ttft(row)
         note = (row.get("reason") or "").replace("|", "\\|").replace("\n", " ")
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             row["rank"] or "-", row["name"], row.get("model") or "-", row.get("plan") or "-", row["status"],
-            _cell(row["score"]), row["concurrency"] or "-",
-            _cell(result.get("peak_output_tokens_per_s") if row["status"] == "measured" else None),
+            _cell(row["score"], "%g" if by_rate else "%.1f"), at,
+            _cell(result.get("peak_output_tokens_per_s") if row["status"] == "measured" and result.get("levels")
+                  else None),
             _cell(row.get("predicted_peak_output_tokens_per_s")), _cell(row.get("peak_ratio"), "%.2f"),
             _cell(row.get("measured_c1_output_tokens_per_s")), _cell(row.get("predicted_c1_output_tokens_per_s")),
             _cell(row.get("c1_ratio"), "%.2f"), _cell(ttft), _cell(row.get("time_to_ready_s")), note))
@@ -252,9 +330,54 @@ def draw_predicted(throughput, latency, row, metric, color):
         latency.plot(xs, latency_ms, label="%s predicted" % row["name"], **style)
 
 
+def draw_rate_candidate(throughput, latency, row):
+    """A measured candidate's open-loop levels: achieved req/s and p99 TTFT against the target rate (an ``inf``
+    level a lone star at the rate it achieved), its max sustainable rate a dotted line in its colour. Returns the
+    x positions drawn."""
+    points = report_files.rate_points((row.get("result") or {}).get("rate_levels"))
+    if not points:
+        return []
+    label = "%s%s" % (row["name"], " (winner)" if row["rank"] == 1 else "")
+    color = report_files.plot_rate_series(throughput, points, lambda level: level.get("request_throughput"), "-o",
+                                          label).get_color()
+    report_files.plot_rate_series(latency, points, lambda level: (level.get("ttft_ms") or {}).get("p99"), "-o",
+                                  label, color=color)
+    if row["score"] is not None:
+        for axis in (throughput, latency):
+            axis.axvline(row["score"], color=color, linestyle=":",
+                         label="%s max %s req/s" % (row["name"], report_files.rate_text(row["score"])))
+    return [x for x, dummy, dummy in points]
+
+
+def rate_png_renderer(title, ranking):
+    """For ``max_rate_within_slo``: achieved req/s and p99 TTFT against the target request rate, one line per
+    measured candidate with its max sustainable rate marked, the SLOs' TTFT limits dashed red."""
+
+    def render(path):
+        figure, (throughput, latency) = report_files.two_panel_figure()
+        xs = []
+        for row in ranking:
+            if row["status"] == "measured":
+                xs += draw_rate_candidate(throughput, latency, row)
+        if xs:
+            throughput.plot(sorted(set(xs)), sorted(set(xs)), ":", color="grey", label="target")
+        limits = sorted(set(((row.get("result") or {}).get("slo") or {}).get("ttft_ms") for row in ranking
+                            if row["status"] == "measured") - set([None]))
+        for limit in limits:
+            latency.axhline(limit, color="red", linestyle="--", label="SLO TTFT %g ms" % limit)
+        report_files.finish_rate_axis(throughput, "Achieved request rate", "req/s", xs, fontsize="small")
+        report_files.finish_rate_axis(latency, "p99 TTFT", "ms", xs, fontsize="small")
+        report_files.save_figure(figure, title, path, MODULE_NAME)
+
+    return render
+
+
 def png_renderer(title, ranking, rank_by, budget):
     """A function drawing output tok/s and the budgeted latency (p99 TTFT by default) against concurrency, one
-    line per measured candidate and a dashed one for its prediction, at the path it is given."""
+    line per measured candidate and a dashed one for its prediction, at the path it is given (for
+    ``max_rate_within_slo``, ``rate_png_renderer``'s figures against the request rate)."""
+    if rank_by == "max_rate_within_slo":
+        return rate_png_renderer(title, ranking)
     metric, statistic = ("ttft_ms", "p99")
     if rank_by == "output_tokens_per_s_within_latency_budget":
         metric, statistic = budget["metric"], budget["statistic"]

@@ -13,7 +13,8 @@ module fails naming it. Reports may hold the workload and unit details of a depl
 ``write_report`` is the one way both report modules write: the marker check, the directory, the JSON and
 Markdown (left alone when their bytes would not change), the PNG and a history line, and in check mode the
 same decisions without writing (its ``changed`` is what a real run would report). ``pyplot`` and the
-``*_figure``/``finish_axis`` helpers are the PNG set-up both modules share.
+``*_figure``/``finish_*axis``/``*rate_*`` helpers are the PNG set-up both modules share, ``rate_text`` and
+``slo_text`` the way both write a request rate and an SLO.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -231,14 +232,60 @@ def two_panel_figure():
     return pyplot().subplots(1, 2, figsize=(11, 4.2))
 
 
-def finish_axis(axis, title, unit, **legend):
-    """Concurrency on a log2 x axis, ``unit`` on y, a grid and the legend (``legend``: its options)."""
-    axis.set_xscale("log", base=2)
-    axis.set_xlabel("concurrency")
+def four_panel_figure():
+    """Two rows of two plots (the closed-loop pair above, the open-loop pair below): ``figure, (upper, lower)``."""
+    return pyplot().subplots(2, 2, figsize=(11, 8.4))
+
+
+def _finish(axis, xlabel, title, unit, legend):
+    axis.set_xlabel(xlabel)
     axis.set_ylabel(unit)
     axis.set_title(title)
     axis.grid(True, alpha=0.3)
     axis.legend(**legend)
+
+
+def finish_axis(axis, title, unit, **legend):
+    """Concurrency on a log2 x axis, ``unit`` on y, a grid and the legend (``legend``: its options)."""
+    axis.set_xscale("log", base=2)
+    _finish(axis, "concurrency", title, unit, legend)
+
+
+def finish_rate_axis(axis, title, unit, xs, **legend):
+    """Target request rate on x, log2 when the rates ``xs`` span more than a factor 4 (a ladder of doublings),
+    linear otherwise; ``unit`` on y, a grid and the legend."""
+    positive = [x for x in xs if x and x > 0]
+    if positive and max(positive) > 4 * min(positive):
+        axis.set_xscale("log", base=2)
+    _finish(axis, "target request rate (req/s)", title, unit, legend)
+
+
+def rate_points(rate_levels):
+    """Where each open-loop level sits on a request-rate axis, in x order: ``(x, level, is_inf)``, x its target
+    rate or, for an ``inf`` level (no target), the rate it achieved. Levels with neither are left out."""
+    points = []
+    for level in rate_levels or []:
+        if not isinstance(level, dict):
+            continue
+        target = level.get("request_rate")
+        is_inf = target == "inf"
+        x = level.get("request_throughput") if is_inf else target
+        if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf"):
+            points.append((float(x), level, is_inf))
+    return sorted(points, key=lambda point: point[0])
+
+
+def plot_rate_series(axis, points, value, fmt, label, **style):
+    """One series against the request rate (``points`` from ``rate_points``, ``value`` a level's y): the levels
+    of a target rate joined by a line, an ``inf`` level a lone star of the same colour at the rate it achieved,
+    labelled ``inf``. Returns the line."""
+    finite = [(x, value(level)) for x, level, is_inf in points if not is_inf]
+    line = axis.plot([x for x, dummy in finite], [y for dummy, y in finite], fmt, label=label, **style)[0]
+    for x, level, is_inf in points:
+        if is_inf and value(level) is not None:
+            axis.plot([x], [value(level)], "*", color=line.get_color(), markersize=11)
+            axis.annotate("inf", (x, value(level)), textcoords="offset points", xytext=(5, 5), fontsize="small")
+    return line
 
 
 def save_figure(figure, title, path, module_name):
@@ -247,3 +294,24 @@ def save_figure(figure, title, path, module_name):
     figure.tight_layout()
     figure.savefig(path, dpi=110, format="png", metadata={"Software": marker_of(module_name)})
     pyplot().close(figure)
+
+
+# ---- text shared by the report modules -------------------------------------------------------
+
+# The keys of an SLO (vllm_bench's goodput) and the latency each limits.
+SLO_NAMES = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2el_ms", "E2E"))
+
+
+def rate_text(rate):
+    """A target request rate as the reports write it: ``8``, ``6.25``, ``inf`` (``-`` for None)."""
+    if rate is None:
+        return "-"
+    if rate == "inf" or rate == float("inf"):
+        return "inf"
+    return "%g" % rate
+
+
+def slo_text(slo):
+    """An SLO (``{ttft_ms, tpot_ms, e2el_ms}``, any of them) as ``TTFT <= 500 ms, TPOT <= 50 ms``; None without one."""
+    limits = ["%s <= %g ms" % (name, slo[key]) for key, name in SLO_NAMES if (slo or {}).get(key) is not None]
+    return ", ".join(limits) or None

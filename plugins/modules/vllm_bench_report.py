@@ -16,7 +16,19 @@ description:
   - Takes the result of M(gauntlet.vllm.vllm_bench) and writes, under O(output_dir), C(<name>.json) (the whole result),
     C(<name>.md) (a table per concurrency level, and the change per level against O(baseline) when given) and
     C(<name>.png) (output tok/s and p99 TTFT against concurrency, the baseline dashed).
-  - Appends one line per run to O(history_file) (JSON lines), so runs of many days can be compared.
+  - When the sweep has open-loop levels (its C(rate_levels), from M(gauntlet.vllm.vllm_bench)'s C(request_rate)), the
+    Markdown gains an C(Open loop) section, one row per rate level (target req/s or C(inf), marked C(searched) when the
+    rate search added it; burstiness; achieved req/s; requests done and failed; good req/s, C(-) without an SLO; TTFT,
+    TPOT and E2E p50 / p99 ms; requests the client still had waiting when the arrivals ended; prefix cache hit %; SLO
+    met C(yes), C(no) or C(-)), the SLO misses per level, then the SLO and the max sustainable rate (or why there is
+    none).
+  - The PNG of an open-loop sweep shows p50 and p99 TTFT and E2E (log scale) and the achieved and good req/s against
+    the target request rate, the max sustainable rate as a red line; an C(inf) level is a star at the rate it achieved,
+    labelled C(inf). A sweep with both kinds of levels has both pairs of plots, the concurrency pair above.
+  - Appends one line per run to O(history_file) (JSON lines), so runs of many days can be compared. A line keeps the
+    workload, the peak and saturation, per concurrency level its throughput and latencies, per rate level
+    C(request_rate), C(completed), C(failed), C(request_throughput), C(goodput), C(ttft_ms), C(tpot_ms) and
+    C(e2el_ms), and the sweep's C(max_sustainable_rate).
   - Meant to run on the controller (delegated to C(localhost)), where the report is read; the PNG needs matplotlib
     there.
   - Existing files of an earlier run of the same O(name) are replaced, never the history.
@@ -24,7 +36,8 @@ description:
     the JSON and on each history line, a first-line comment in the Markdown, the PNG's C(Software) text). A file
     already at one of the paths without that marker was written by something else; the module fails naming it
     and leaves it alone.
-  - O(baseline) is read only up to 64 MiB and must be a JSON report of this module (with a C(levels) list).
+  - O(baseline) is read only up to 64 MiB and must be a JSON report of this module (with a C(levels) list). Only
+    concurrency levels are compared.
   - An O(output_dir) that exists and is not a directory, or an O(history_file) whose directory does not exist,
     fails the task naming it before anything is written.
 author:
@@ -83,7 +96,7 @@ files:
   returned: always
   type: dict
 markdown:
-  description: The Markdown report.
+  description: The Markdown report (with its C(Open loop) section when the sweep has rate levels).
   returned: always
   type: str
 comparison:

@@ -18,7 +18,9 @@ description:
   - Writes, under O(output_dir), C(<name>.json) (the ranking with every candidate's sweep), C(<name>.md) (a table,
     winner first, skipped and failed candidates with their reasons, the planner's predicted figures beside the measured
     ones) and C(<name>.png) (output tok/s and the budgeted latency against concurrency, one line per measured candidate
-    and a dashed one for its prediction).
+    and a dashed one for its prediction; for O(rank_by=max_rate_within_slo), the achieved req/s and p99 TTFT against the
+    target request rate, each candidate's max sustainable rate a dotted line in its colour, the SLOs' TTFT limits
+    dashed red).
   - A file whose content would not change is left alone, so a re-run of a finished gauntlet reports no change. The
     PNG follows the data; it is drawn when the JSON or the Markdown changes, or when it is missing.
   - An O(output_dir) that exists and is not a directory fails the task naming it before anything is written.
@@ -50,9 +52,14 @@ options:
       - C(peak_output_tokens_per_s) ranks by the highest output tok/s at any concurrency level.
       - C(output_tokens_per_s_within_latency_budget) ranks by the highest output tok/s among the levels that keep
         O(latency_budget); a candidate with no such level is not ranked.
-      - Only levels that completed every request count.
+      - For these two, only concurrency levels that completed every request count.
+      - C(max_rate_within_slo) ranks by the highest request rate (req/s) a candidate sustained within its SLO, the
+        C(max_sustainable_rate) of its M(gauntlet.vllm.vllm_bench) sweep, measured with C(request_rate) levels and a
+        C(goodput) SLO. A candidate without one is not ranked; its note is the sweep's C(max_sustainable_rate_reason)
+        (or C(no open-loop levels)). The table then shows the target rate in place of the concurrency, and the
+        Markdown says which SLO the rates were judged by, or that it differs between the candidates.
     type: str
-    choices: [peak_output_tokens_per_s, output_tokens_per_s_within_latency_budget]
+    choices: [peak_output_tokens_per_s, output_tokens_per_s_within_latency_budget, max_rate_within_slo]
     default: peak_output_tokens_per_s
   latency_budget:
     description: The latency a level must keep to count, for O(rank_by=output_tokens_per_s_within_latency_budget).
@@ -150,11 +157,17 @@ ranking:
       description: 1 for the winner; null when the candidate is not ranked.
       type: int
     score:
-      description: The figure it is ranked by (output tok/s), or null.
+      description: The figure it is ranked by (output tok/s; req/s for O(rank_by=max_rate_within_slo)), or null.
       type: float
     concurrency:
-      description: The concurrency level the score comes from.
+      description: The concurrency level the score comes from (null for O(rank_by=max_rate_within_slo)).
       type: int
+    request_rate:
+      description:
+        - The target request rate (req/s) of the open-loop level the score comes from, or C(inf) when every request
+          sent at once met the SLO (the score is then the rate achieved); for O(rank_by=max_rate_within_slo) only,
+          null otherwise.
+      type: raw
     latency_ms:
       description: The budgeted latency statistic at that level (budget ranking only).
       type: float

@@ -172,3 +172,103 @@ def test_predicted_points_follow_the_estimate_levels_in_order():
     assert gauntlet.predicted_points(candidate, "ttft_ms") == ([1, 16], [40, 400], [20.0, 90.0])
     assert gauntlet.predicted_points(candidate, "itl_ms") == ([1, 16], [40, 400], [None, None])
     assert gauntlet.predicted_points({"name": "x"}) == ([], [], [])
+
+
+# ---- max_rate_within_slo: the request rate a candidate sustained within its SLO (issue 31) ---------
+
+SLO = {"ttft_ms": 500.0}
+
+
+def rate_level(rate, achieved, ttft_p99, slo_met):
+    stats = {"mean": ttft_p99 / 2, "median": ttft_p99 / 2, "p50": ttft_p99 / 2, "p90": ttft_p99 * 0.9, "p99": ttft_p99}
+    return {"request_rate": rate, "request_throughput": achieved, "completed": 40, "failed": 0, "slo_met": slo_met,
+            "ttft_ms": stats, "tpot_ms": stats, "e2el_ms": stats}
+
+
+def open_loop(name, max_rate, *rate_levels, **extra):
+    """A measured candidate of open-loop levels only (no concurrency level), its sweep's max sustainable rate."""
+    result = {"levels": [], "rate_levels": list(rate_levels), "slo": extra.pop("slo", SLO),
+              "max_sustainable_rate": max_rate, "peak_output_tokens_per_s": 0.0,  # vllm_bench's, of no level
+              "max_sustainable_rate_reason": extra.pop("reason", "the highest of %d level(s) that met the SLO"
+                                                       % len(rate_levels))}
+    return dict({"name": name, "status": "measured", "result": result}, **extra)
+
+
+SLOW = open_loop("slow", 4.0, rate_level(2, 2.0, 100, True), rate_level(4, 3.9, 300, True),
+                 rate_level(8, 5.0, 900, False))
+QUICK = open_loop("quick", 8.0, rate_level(2, 2.0, 50, True), rate_level(8, 7.9, 450, True),
+                  rate_level(16, 9.0, 2000, False), model="m", plan="TP2")
+SATURATED = open_loop("saturated", None, rate_level(2, 2.0, 800, False),
+                      reason="no level met the SLO; the lowest, 2 req/s, missed it: p99 TTFT 800.0 ms > 500 ms")
+
+
+def test_max_rate_ranks_by_the_max_sustainable_rate_and_names_the_level():
+    ranking = gauntlet.rank([SLOW, QUICK], "max_rate_within_slo")
+    assert [(row["name"], row["rank"], row["score"], row["request_rate"], row["concurrency"]) for row in ranking] == [
+        ("quick", 1, 8.0, 8, None), ("slow", 2, 4.0, 4, None)]
+    # The other rankings have no rate (and keep their concurrency).
+    assert gauntlet.rank([STEADY], "peak_output_tokens_per_s")[0]["request_rate"] is None
+
+
+def test_a_candidate_without_a_max_rate_is_not_ranked_and_gives_the_sweeps_reason():
+    closed_only = measured("closed-only", level(8, 500, 100))
+    skipped = {"name": "skipped", "status": "skipped", "reason": "does not fit"}
+    ranking = gauntlet.rank([SATURATED, closed_only, skipped, SLOW], "max_rate_within_slo")
+    assert [(row["name"], row["rank"], row["score"], row["request_rate"]) for row in ranking] == [
+        ("slow", 1, 4.0, 4), ("saturated", None, None, None), ("closed-only", None, None, None),
+        ("skipped", None, None, None)]
+    assert [row["reason"] for row in ranking[1:]] == [
+        "no level met the SLO; the lowest, 2 req/s, missed it: p99 TTFT 800.0 ms > 500 ms", "no open-loop levels",
+        "does not fit"]
+
+
+def test_an_inf_level_that_met_the_slo_ranks_by_the_rate_it_achieved():
+    flood = open_loop("flood", 12.5, rate_level(4, 4.0, 100, True), rate_level("inf", 12.5, 400, True))
+    ranking = gauntlet.rank([QUICK, flood], "max_rate_within_slo")
+    assert [(row["name"], row["score"], row["request_rate"]) for row in ranking] == [("flood", 12.5, "inf"),
+                                                                                     ("quick", 8.0, 8)]
+    text = gauntlet.markdown("g", ranking, "max_rate_within_slo")
+    assert "Winner: **flood** (None, None) with 12.5 req/s (every request sent at once, rate inf)." in text
+    flood_row = table_rows(text)[0]
+    assert (flood_row["at req/s"], flood_row["p99 TTFT ms at req/s"]) == ("inf", "400.0")
+
+
+def test_the_incumbent_keeps_its_place_unless_beaten_on_rate_by_the_margin():
+    ranking = gauntlet.rank([SLOW, QUICK], "max_rate_within_slo", incumbent="slow", min_gain_pct=150)
+    assert [(row["name"], row["rank"]) for row in ranking] == [("slow", 1), ("quick", 2)]
+    assert ranking[1]["reason"] == "beats slow by 100.0%, not more than the 150.0% a change needs"
+    ranking = gauntlet.rank([SLOW, QUICK], "max_rate_within_slo", incumbent="slow", min_gain_pct=50)
+    assert [row["name"] for row in ranking] == ["quick", "slow"] and ranking[0]["reason"] is None
+
+
+def test_the_max_rate_table_shows_the_rate_and_the_slo_it_was_judged_by():
+    ranking = gauntlet.rank([SLOW, QUICK, SATURATED], "max_rate_within_slo")
+    text = gauntlet.markdown("g", ranking, "max_rate_within_slo")
+    assert ("Ranked by max request rate within the SLO. Winner: **quick** (m, TP2) with 8 req/s. SLO: TTFT <= 500 ms "
+            "(the p99 of each, and no failed request).") in text
+    quick, slow, saturated = table_rows(text)
+    assert (quick["max request rate within the SLO"], quick["at req/s"], quick["p99 TTFT ms at req/s"]) == (
+        "8", "8", "450.0")
+    assert quick["peak tok/s"] == "-"         # no concurrency level, no peak
+    assert (slow["max request rate within the SLO"], slow["at req/s"], slow["p99 TTFT ms at req/s"]) == (
+        "4", "4", "300.0")
+    assert (saturated["rank"], saturated["at req/s"], saturated["peak tok/s"]) == ("-", "-", "-")
+    assert saturated["note"].startswith("no level met the SLO")
+
+
+def test_candidates_judged_by_different_slos_are_flagged():
+    strict = open_loop("strict", 2.0, rate_level(2, 2.0, 100, True), slo={"ttft_ms": 200.0, "tpot_ms": 50.0})
+    text = gauntlet.markdown("g", gauntlet.rank([SLOW, strict], "max_rate_within_slo"), "max_rate_within_slo")
+    assert ("The candidates were measured against different SLOs (TTFT <= 500 ms; TTFT <= 200 ms, TPOT <= 50 ms): "
+            "compare their rates with care.") in text
+    # The other rankings say nothing of SLOs.
+    assert "SLO" not in gauntlet.markdown("g", gauntlet.rank([STEADY], "peak_output_tokens_per_s"),
+                                          "peak_output_tokens_per_s")
+
+
+def test_the_rate_level_of_a_max_rate_is_one_that_met_the_slo():
+    result = {"rate_levels": [rate_level(8, 7.0, 900, False), rate_level("inf", 8.0, 300, True),
+                              rate_level(8.0, 7.9, 450, True)]}
+    assert gauntlet.rate_level_of(result, 8.0)["request_throughput"] == 8.0
+    assert gauntlet.rate_level_of({"rate_levels": result["rate_levels"][2:]}, 8.0)["request_throughput"] == 7.9
+    assert gauntlet.rate_level_of(result, 7.0) is None and gauntlet.rate_level_of({}, 8.0) is None

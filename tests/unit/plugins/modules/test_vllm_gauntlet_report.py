@@ -10,8 +10,10 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils import gauntlet, report_files
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_gauntlet_report
-from ansible_collections.gauntlet.vllm.tests.unit.plugins.modules.test_vllm_bench_report import PNG_MAGIC, sweep
+from ansible_collections.gauntlet.vllm.tests.unit.plugins.modules.test_vllm_bench_report import (
+    PNG_MAGIC, Recorder, open_loop_sweep, sweep)
 
 
 def candidates():
@@ -185,3 +187,64 @@ def test_an_output_dir_that_is_a_file_fails_in_both_modes_naming_it(run_module, 
         assert failed and result["msg"] == "output_dir: %s exists and is not a directory" % out
         assert result["files"]["json"] == str(out / "gauntlet.json")
     assert out.read_text() == "a file\n"
+
+
+# ---- rank_by max_rate_within_slo (issue 31) ------------------------------------------------------
+
+def rate_candidates():
+    """Two open-loop candidates: "llama" sustains 6 req/s, "moe" (half the TTFT) 8 req/s; one closed-loop only."""
+    return [
+        {"name": "llama", "model": "tiny-llama", "plan": "TP1", "status": "measured", "result": open_loop_sweep()},
+        {"name": "moe", "model": "tiny-qwen3-moe", "plan": "TP1", "status": "measured",
+         "result": open_loop_sweep(closed=(1, 8), scale=0.5)},
+        {"name": "closed", "model": "tiny-llama", "plan": "TP1", "status": "measured", "result": sweep()},
+    ]
+
+
+def test_rate_ranking_through_the_module(run_module, tmp_path):
+    result, failed = run_module(vllm_gauntlet_report.main, {
+        "candidates": rate_candidates(), "output_dir": str(tmp_path), "name": "rates",
+        "rank_by": "max_rate_within_slo"})
+    assert not failed
+    assert [(row["name"], row["rank"], row["score"], row["request_rate"], row["concurrency"])
+            for row in result["ranking"]] == [("moe", 1, 8.0, 8, None), ("llama", 2, 6.0, 6, None),
+                                              ("closed", None, None, None, None)]
+    assert result["ranking"][2]["reason"] == "no open-loop levels"
+    assert ("Ranked by max request rate within the SLO. Winner: **moe** (tiny-qwen3-moe, TP1) with 8 req/s. "
+            "SLO: TTFT <= 500 ms, E2E <= 4000 ms") in result["markdown"]
+    with open(result["files"]["json"]) as handle:
+        assert json.load(handle)["rank_by"] == "max_rate_within_slo"
+    with open(result["files"]["png"], "rb") as handle:
+        assert handle.read(8) == PNG_MAGIC
+
+
+def test_the_rate_plot_draws_achieved_rate_and_p99_ttft_against_the_target_with_the_max_rate():
+    throughput, latency = Recorder(), Recorder()
+    row = dict(rate_candidates()[0], rank=2, score=6.0)
+    assert gauntlet.draw_rate_candidate(throughput, latency, row) == [2.0, 4.0, 6.0, 7.0, 8.0]
+    assert throughput.series("llama") == ([2.0, 4.0, 6.0, 8.0], [2.0, 3.9, 5.8, 6.5])
+    assert latency.series("llama") == ([2.0, 4.0, 6.0, 8.0], [100.0, 200.0, 400.0, 812.0])
+    assert [kwargs["color"] for args, kwargs in latency.named("plot")] == ["C7", "C7"]
+    assert [args[:2] for args, kwargs in latency.named("plot") if args[2] == "*"] == [([7.0], [2000.0])]
+    for axis in (throughput, latency):
+        assert [(args, kwargs["color"], kwargs["label"]) for args, kwargs in axis.named("axvline")] == [
+            ((6.0,), "C7", "llama max 6 req/s")]
+    # A closed-loop sweep draws nothing; an unranked candidate has no max rate line.
+    closed = dict(rate_candidates()[2], rank=None, score=None)
+    assert gauntlet.draw_rate_candidate(Recorder(), Recorder(), closed) == []
+    unranked = Recorder()
+    gauntlet.draw_rate_candidate(Recorder(), unranked, dict(row, score=None, rank=None))
+    assert unranked.named("axvline") == []
+
+
+def test_the_rate_png_has_each_candidate_its_max_rate_and_the_slo(monkeypatch):
+    figures = []
+    monkeypatch.setattr(report_files, "save_figure", lambda figure, *args: figures.append(figure))
+    ranking = gauntlet.rank(rate_candidates(), "max_rate_within_slo")
+    gauntlet.png_renderer("rates", ranking, "max_rate_within_slo", None)("/nowhere/rates.png")
+    throughput, latency = figures[0].axes
+    labels = [line.get_label() for line in latency.get_lines() if not line.get_label().startswith("_")]
+    assert labels == ["moe (winner)", "moe max 8 req/s", "llama", "llama max 6 req/s", "SLO TTFT 500 ms"]
+    assert (throughput.get_title(), latency.get_title(), latency.get_xlabel()) == (
+        "Achieved request rate", "p99 TTFT", "target request rate (req/s)")
+    report_files.pyplot().close(figures[0])
