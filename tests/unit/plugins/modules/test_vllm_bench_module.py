@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_bench
 
@@ -430,3 +431,83 @@ def test_run_sweep_fails_before_the_sweep_without_a_result(fake_server):
         bench.run_sweep(sweep_params(url, model="other"), power_meter=FakeMeter)
     assert str(caught.value) == "the server at %s does not serve model 'other'; it serves ['tiny-llama']" % url
     assert caught.value.result == {}
+
+
+# ---- open loop, length mixes, datasets, goodput and the search for the max rate ---------------------------
+
+def test_an_open_loop_sweep_reports_its_rate_levels_goodput_and_max_rate(run_module, fake_server):
+    state, url = fake_server()
+    result, failed = run_module(vllm_bench.main, bench_args(
+        url, concurrency=[], request_rate=[20, "inf"], requests_per_level=10, range_ratio=0.5, output_len=4,
+        prefix_len=5, goodput={"ttft_ms": 5000, "tpot_ms": 5000}))
+    assert not failed, result.get("msg")
+    assert result["levels"] == [] and [level["request_rate"] for level in result["rate_levels"]] == [20.0, "inf"]
+    assert [level["completed"] for level in result["rate_levels"]] == [10, 10]
+    assert all(level["goodput"]["good_requests"] == 10 and level["slo_met"] for level in result["rate_levels"])
+    # The inf level met the SLO: the max rate is what it achieved, and the workload says what was sent.
+    assert result["max_sustainable_rate"] == result["rate_levels"][1]["request_throughput"]
+    assert result["slo"] == {"ttft_ms": 5000.0, "tpot_ms": 5000.0}
+    assert result["workload"]["request_rate"] == [20.0, "inf"] and result["workload"]["prefix_len"] == 5
+    # Lengths mixed +-50% around 4 (so 2 to 6 tokens out), each prompt 5 + 2..6 tokens.
+    tokens = [level["output_tokens"] for level in result["rate_levels"]]
+    assert all(20 <= count <= 60 for count in tokens)
+    assert result["rate_levels"][0]["arrivals"]["sent"] == 10
+
+
+def test_a_custom_dataset_is_replayed_through_chat(run_module, fake_server, tmp_path):
+    state, url = fake_server()
+    path = tmp_path / "traffic.jsonl"
+    path.write_text('{"prompt": "hello there", "output_tokens": 2}\n{"prompt": "tell me more"}\n')
+    result, failed = run_module(vllm_bench.main, bench_args(
+        url, api="chat", concurrency=[2], requests_per_level=4, dataset={"type": "custom", "path": str(path)}))
+    assert not failed, result.get("msg")
+    assert result["levels"][0]["output_tokens"] == 2 + 3 + 2 + 3            # output_tokens, else output_len 3
+    assert result["workload"]["dataset"] == {"type": "custom", "path": str(path), "requests": 2}
+    assert not [entry for entry in state["seen"] if entry[1] == "/detokenize"]    # sent as the file has it
+
+
+def test_a_bad_dataset_fails_before_anything_is_sent(run_module, fake_server, tmp_path):
+    state, url = fake_server()
+    path = tmp_path / "traffic.jsonl"
+    path.write_text('{"prompt": "hello"}\n{"prompt": 42}\n')
+    result, failed = run_module(vllm_bench.main, bench_args(url, dataset={"type": "custom", "path": str(path)}))
+    assert failed and result["msg"] == "dataset: %s line 2: 'prompt' must be a non-empty string (got 42)" % path
+    assert not completion_posts(state)
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"request_rate": [0]}, "request_rate[0]: 0 is not above 0 requests/s"),
+    ({"request_rate": ["fast"]}, "request_rate[0]: 'fast' is not a number of requests/s or 'inf'"),
+    ({"burstiness": 0.0}, "burstiness must be above 0"),
+    ({"range_ratio": 1.0}, "range_ratio must be at least 0 and below 1 (got 1.0)"),
+    ({"prefix_len": -1}, "prefix_len must be 0 or more (got -1)"),
+    ({"max_concurrency": -2}, "max_concurrency must be 0 or more (got -2)"),
+    ({"goodput": {"ttft_ms": 0}}, "goodput.ttft_ms must be a number of milliseconds above 0 (got 0.0)"),
+    ({"goodput": {"e2el_ms": float("nan")}}, "goodput.e2el_ms must be a number of milliseconds above 0 (got nan)"),
+    ({"dataset": {"type": "custom"}}, "dataset.path is required for dataset.type custom"),
+    ({"rate_search_steps": 2}, "rate_search_steps 2 needs request_rate levels to search between and a goodput SLO"),
+    ({"request_rate": [2], "goodput": {"ttft_ms": 9}, "rate_search_steps": 21}, "rate_search_steps must be 20 or fewer"),
+])
+def test_open_loop_options_out_of_range_are_refused_by_name(run_module, fake_server, extra, words):
+    state, url = fake_server()
+    result, failed = run_module(vllm_bench.main, bench_args(url, **extra))
+    assert failed and words in result["msg"]
+    assert not completion_posts(state)
+
+
+def test_the_search_bisects_towards_the_max_rate_within_its_steps(monkeypatch):
+    measured = []
+
+    def fake_level(params, loop, meter, source, rate, index, searched=False):
+        measured.append((rate, searched))
+        met = rate <= 5.0                   # the server holds the SLO up to 5 req/s
+        return {"request_rate": rate, "completed": 1, "failed": 0, "requests": 1, "failed_by_class": {},
+                "first_errors": [], "abandoned": 0, "slo_met": met, "slo_misses": [] if met else ["p99 TTFT"]}
+
+    monkeypatch.setattr(bench, "measure_rate_level", fake_level)
+    monkeypatch.setattr(bench, "reachable", lambda params: True)
+    params = {"request_rate": [2, 8], "rate_search_steps": 3, "goodput": {"ttft_ms": 100}, "max_failure_ratio": 0}
+    state = bench.Sweep()
+    assert bench.open_loop(params, None, None, None, state)
+    assert measured == [(2.0, False), (8.0, False), (5.0, True), (6.5, True), (5.75, True)]
+    assert traffic.max_sustainable(state.rate_levels, params["goodput"])[0] == 5.0
