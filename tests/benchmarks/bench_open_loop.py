@@ -90,8 +90,9 @@ def main():
     for name, rate, burstiness, count, goal, value in rows:
         figures = level(url, rate, burstiness, count, seed=len(name))
         failed += figures["failed"]
-        print("%-32s %8.3f %10s %12.2f %8.1f ms %8.3f" % (name, value(figures), goal, figures["arrivals"]["offered_rate"],
-                                                        figures["arrivals"]["lag_ms_p99"], figures["cpu_ms_per_request"]))
+        arrivals = figures["arrivals"]
+        print("%-32s %8.3f %10s %12.2f %8.1f ms %8.3f" % (
+            name, value(figures), goal, arrivals["offered_rate"], arrivals["lag_ms_p99"], figures["cpu_ms_per_request"]))
     server.shutdown()
     if failed:
         print("%d request(s) failed" % failed)

@@ -193,10 +193,11 @@ def rate_level(rate, achieved, ttft_p99, slo=None, searched=False, waiting=3, hi
     return level
 
 
-def open_loop_sweep(closed=(), slo=SLO, scale=1.0):
+def open_loop_sweep(closed=(), slo="default", scale=1.0):
     """A registered vllm_bench result with rate levels 2, 4, 8, inf and a searched 6 req/s (after ``closed``
     concurrency levels); TTFT p99 100, 200, 812, 2000, 400 ms times ``scale``. At scale 1 and the default SLO,
     6 req/s is the max sustainable rate; at 0.5, 8; at 0.2 the inf level meets it too (7 req/s achieved)."""
+    slo = dict(SLO) if slo == "default" else slo
     result = sweep(levels=closed)
     output = result["ansible_facts"]["vllm_bench"]
     output["rate_levels"] = [
