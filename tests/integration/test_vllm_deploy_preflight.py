@@ -106,3 +106,52 @@ def test_the_objective_limits_workload_and_calibration_reach_the_planner(tmp_pat
     result, verdict = run_preflight(tmp_path, {"plan": "auto"})
     assert verdict["objective"] == "throughput" and verdict["estimate"]["basis"]["calibration"] is None
     assert [level["concurrency"] for level in verdict["estimate"]["levels"]] == [1, 8, 32, 128, 256, 1024]
+
+
+# The whole role in check mode, its plan and the bench's part only: the workload the plan is made for (the verdict's)
+# and the one the bench role's main entry point publishes before it sweeps (tasks/run.yml's import).
+SLO_PLAYBOOK = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars_files: [inventory.json]
+  roles:
+    - role: gauntlet.vllm.vllm_deploy
+  tasks:
+    - name: Show the workloads
+      ansible.builtin.debug:
+        msg: "WORKLOADS={{ {'planned': vllm_deploy_plan_verdict.workload, 'swept': vllm_bench_workload} | to_json }}"
+      tags: [always]
+"""
+
+
+def workloads(tmp_path, entry, inventory):
+    """The planned and swept workloads of the deploy role for the entry, the inventory's vars given as a vars file
+    (below the role's own vars: -e would override what the role passes)."""
+    (tmp_path / "play.yml").write_text(SLO_PLAYBOOK)
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    minimax = dict({"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX, "max_model_len": 32768}, **entry)
+    extra_vars = {"vllm_deploy_models": {"minimax": minimax}, "vllm_deploy_model": "minimax", "vllm_deploy_vllm_version": "0.28.0",
+                  "vllm_deploy_gpus": 8, "vllm_deploy_gpu_memory_gib": 95.6, "vllm_deploy_allreduce_probe": False,
+                  "vllm_install_version": "0.28.0"}
+    result = run_playbook([tmp_path / "play.yml", "--check", "--tags", "plan,vllm_bench", "-e", json.dumps(extra_vars)],
+                          json_results=True)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return printed_json(result.stdout, "WORKLOADS")
+
+
+def test_the_entrys_slos_are_the_goodput_of_the_planned_and_swept_workload(tmp_path):
+    inventory = {"vllm_bench_goodput": {"e2el_ms": 99999}, "vllm_bench_concurrency": [], "vllm_bench_request_rate": [2, "inf"]}
+    # ttft_p99_ms, 1000 / min_user_tokens_per_s and e2el_p99_ms, in place of the inventory's SLOs ...
+    found = workloads(tmp_path, {"ttft_p99_ms": 500, "min_user_tokens_per_s": 8, "e2el_p99_ms": 60000}, inventory)
+    slo = {"ttft_ms": 500.0, "tpot_ms": 125.0, "e2el_ms": 60000.0}
+    assert found["planned"]["goodput"] == slo and found["swept"]["goodput"] == slo
+    # ... the planned workload is the swept one (the gauntlet fingerprints the former), open-loop only here ...
+    assert found["planned"] == found["swept"]
+    assert found["swept"]["concurrency"] == [] and found["swept"]["request_rate"] == [2.0, "inf"]
+    # ... only those above 0 ...
+    found = workloads(tmp_path, {"min_user_tokens_per_s": 20, "e2el_p99_ms": 0}, inventory)
+    assert found["planned"]["goodput"] == found["swept"]["goodput"] == {"tpot_ms": 50.0}
+    # ... and an entry with none keeps the inventory's.
+    found = workloads(tmp_path, {}, inventory)
+    assert found["planned"]["goodput"] == found["swept"]["goodput"] == {"e2el_ms": 99999.0}

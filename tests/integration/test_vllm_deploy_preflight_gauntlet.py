@@ -145,3 +145,37 @@ def test_a_record_that_was_not_measured_or_does_not_match_teaches_nothing(tmp_pa
     learnt, output = learn(tmp_path, estimate, {"status": "measured", "result": {"levels": other_levels}})
     assert learnt == {"calibration": {}, "from": ""}
     assert re.search(r"No calibration from tp4: [^\n]*calibration: no measured level matches a predicted concurrency level", output)
+
+
+def test_ranking_by_the_max_rate_needs_rates_and_slos_in_every_candidates_workload(tmp_path):
+    """Checked once every candidate is planned, before anything is launched (here: in check mode)."""
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(PLAYBOOK)
+    models = {"minimax": {"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX, "max_model_len": 32768, "ttft_p99_ms": 2000},
+              "minimax-no-slo": {"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX, "max_model_len": 32768}}
+    candidates = [{"name": "tp4", "model": "minimax", "plan": {"tp": 4}},
+                  {"name": "tp8-ep", "model": "minimax-no-slo", "plan": {"tp": 8, "ep": True}}]
+
+    def run(**extra):
+        extra_vars = dict({"vllm_deploy_models": models, "vllm_gauntlet_candidates": candidates,
+                           "vllm_gauntlet_report_dir": str(tmp_path / "reports"), "vllm_gauntlet_rank_by": "max_rate_within_slo",
+                           "vllm_deploy_vllm_version": "0.28.0", "vllm_deploy_gpus": 8, "vllm_deploy_gpu_memory_gib": 95.6,
+                           "vllm_deploy_allreduce_probe": False}, **extra)
+        return run_playbook([playbook, "--check", "-e", json.dumps(extra_vars)], json_results=True)
+
+    # No request rates: the first candidate is named.
+    result = run()
+    assert result.returncode != 0
+    assert "candidate tp4 would be measured with request rates [] (vllm_bench_request_rate) and SLOs {\\\"ttft_ms\\\": 2000.0}" \
+        in result.stdout, result.stdout[-3000:]
+    # Rates, but one entry sets no SLO (and the inventory none): that candidate is named.
+    result = run(vllm_bench_request_rate=[1, 4])
+    assert result.returncode != 0
+    assert "candidate tp8-ep would be measured with request rates [1.0, 4.0] (vllm_bench_request_rate) and SLOs {}" in result.stdout
+    assert "candidate tp4 would" not in result.stdout
+    # Both: planned and ordered as usual.
+    candidates[1]["model"] = "minimax"
+    result = run(vllm_bench_request_rate=[1, 4])
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert printed_messages(result.stdout, "Measuring in predicted order: ")
+    assert not (tmp_path / "reports").exists()
