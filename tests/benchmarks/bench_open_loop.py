@@ -83,9 +83,9 @@ def main():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = "http://127.0.0.1:%d" % server.server_address[1]
     failed = 0
-    rows = [("Poisson gaps' CV", 100.0, 1.0, 300, "1 +- 0.2", lambda f: f["arrivals"]["gap_cv"]),
-            ("burstiness 4 gaps' CV", 100.0, 4.0, 300, "0.5 +- 0.15", lambda f: f["arrivals"]["gap_cv"]),
-            ("achieved / target at 20 req/s", 20.0, 1.0, 80, "1 +- 0.15", lambda f: f["request_throughput"] / 20.0)]
+    rows = [("Poisson gaps' CV", 100.0, 1.0, 200, "1 +- 0.2", lambda f: f["arrivals"]["gap_cv"]),
+            ("burstiness 4 gaps' CV", 100.0, 4.0, 200, "0.5 +- 0.15", lambda f: f["arrivals"]["gap_cv"]),
+            ("achieved / target at 20 req/s", 20.0, 1.0, 60, "1 +- 0.15", lambda f: f["request_throughput"] / 20.0)]
     print("%-32s %8s %10s %12s %10s %s" % ("figure", "value", "goal", "offered/s", "lag p99", "CPU ms/request"))
     for name, rate, burstiness, count, goal, value in rows:
         figures = level(url, rate, burstiness, count, seed=len(name))
