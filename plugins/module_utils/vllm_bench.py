@@ -386,6 +386,8 @@ INT_MINIMUMS = (("requests_per_level", 0), ("input_len", 1), ("output_len", 1), 
                 ("reserved_token_ids", 0), ("vocab_size", 1), ("prefix_len", 0), ("max_concurrency", 0),
                 ("rate_search_steps", 0))
 MAX_SEARCH_STEPS = 20
+# An open-loop level's prompts are built before it starts: a rate of millions per second would build them for ever.
+MAX_LEVEL_REQUESTS = 100000
 
 
 def _is_number(value):
@@ -402,11 +404,18 @@ def level_problems(params):
                         "give levels, open-loop rates or both")
     if any(level < 1 for level in levels):
         problems.append("concurrency must be a list of levels of 1 or more (got %s)" % (levels,))
+    duration = params.get("duration") or 0
+    duration = duration if _is_number(duration) and math.isfinite(duration) and duration > 0 else 0
     for index, rate in enumerate(rates):
         try:
-            traffic.parse_rate(rate)
-        except ValueError as exc:
+            count = traffic.requests_for_rate(traffic.parse_rate(rate), params.get("requests_per_level") or 0,
+                                              duration, params.get("max_concurrency") or 0)
+        except (ValueError, TypeError) as exc:
             problems.append("request_rate[%d]: %s" % (index, exc))
+            continue
+        if count > MAX_LEVEL_REQUESTS:
+            problems.append("request_rate[%d]: %s makes a level of %d requests, more than %d; set requests_per_level "
+                            "or duration" % (index, rate, count, MAX_LEVEL_REQUESTS))
     burstiness = params.get("burstiness", 1.0)
     if not (_is_number(burstiness) and burstiness > 0):
         problems.append("burstiness must be above 0 (1 is Poisson; got %s)" % (burstiness,))

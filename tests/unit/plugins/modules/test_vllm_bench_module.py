@@ -478,6 +478,7 @@ def test_a_bad_dataset_fails_before_anything_is_sent(run_module, fake_server, tm
 @pytest.mark.parametrize("extra, words", [
     ({"request_rate": [0]}, "request_rate[0]: 0 is not above 0 requests/s"),
     ({"request_rate": ["fast"]}, "request_rate[0]: 'fast' is not a number of requests/s or 'inf'"),
+    ({"request_rate": [1e9], "requests_per_level": 0}, "request_rate[0]: 1000000000.0 makes a level of 10000000000 requests, more than 100000"),
     ({"burstiness": 0.0}, "burstiness must be above 0"),
     ({"range_ratio": 1.0}, "range_ratio must be at least 0 and below 1 (got 1.0)"),
     ({"prefix_len": -1}, "prefix_len must be 0 or more (got -1)"),
