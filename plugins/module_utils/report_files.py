@@ -28,6 +28,9 @@ import tempfile
 from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.text.converters import to_bytes
 
+# The SLO keys (vllm_bench's goodput) and the latency each limits: bench_traffic defines them.
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench_traffic import SLO_METRICS
+
 REPORT_MODE = 0o640
 # A marker is written at the start (JSON sorts "generator" among the first keys only by luck, so look far
 # enough): PNG text chunks come before the image data, Markdown's comment is its first line.
@@ -298,10 +301,6 @@ def save_figure(figure, title, path, module_name):
 
 # ---- text shared by the report modules -------------------------------------------------------
 
-# The keys of an SLO (vllm_bench's goodput) and the latency each limits.
-SLO_NAMES = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2el_ms", "E2E"))
-
-
 def rate_text(rate):
     """A target request rate as the reports write it: ``8``, ``6.25``, ``inf`` (``-`` for None)."""
     if rate is None:
@@ -313,5 +312,5 @@ def rate_text(rate):
 
 def slo_text(slo):
     """An SLO (``{ttft_ms, tpot_ms, e2el_ms}``, any of them) as ``TTFT <= 500 ms, TPOT <= 50 ms``; None without one."""
-    limits = ["%s <= %g ms" % (name, slo[key]) for key, name in SLO_NAMES if (slo or {}).get(key) is not None]
+    limits = ["%s <= %g ms" % (name, slo[key]) for key, name in SLO_METRICS if (slo or {}).get(key) is not None]
     return ", ".join(limits) or None

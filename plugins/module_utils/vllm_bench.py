@@ -115,15 +115,7 @@ def random_token_prompts(count, input_len, vocab_size, seed, reserved_ids=0):
     token ids so their length needs no tokenizer; ids below ``reserved_ids`` (special tokens of
     most vocabularies) are skipped.
     """
-    rng = random.Random(seed)
-    span = vocab_size - reserved_ids
-    if span <= 0:
-        raise ValueError("vocab_size %d leaves no ids above reserved_ids %d" % (vocab_size, reserved_ids))
-    prompts = []
-    for index in range(count):
-        offset = rng.randrange(span)
-        prompts.append([reserved_ids + (offset + index + position) % span for position in range(input_len)])
-    return prompts
+    return traffic.token_prompts([input_len] * count, [], vocab_size, reserved_ids, random.Random(seed))
 
 
 class StreamParser:
@@ -601,6 +593,21 @@ def ssl_option(base_url, validate_certs):
     return ssl.create_default_context() if validate_certs else False
 
 
+def endpoint(base_url, api, api_key, validate_certs):
+    """Where a level's requests go and how: the completions or chat URL, the headers, aiohttp's ``ssl``."""
+    url = base_url.rstrip("/") + ("/v1/chat/completions" if api == "chat" else "/v1/completions")
+    headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
+    return url, headers, ssl_option(base_url, validate_certs)
+
+
+def failures_past_allowance(records, ratio, planned, sent):
+    """Whether a level's failed records exceed what ``ratio`` allows of its requests (never without a ratio)."""
+    if ratio is None:
+        return False
+    failed = sum(1 for record in records if not record["ok"])
+    return failed > failure_allowance(ratio, planned, sent)
+
+
 async def run_level(base_url, api, model, prompts, prompt_lens, concurrency, max_tokens, ignore_eos,
                     timeout_s, api_key=None, duration_s=None, max_failure_ratio=None, validate_certs=True):
     """Send ``prompts`` with at most ``concurrency`` in flight; returns (records, wall seconds).
@@ -611,9 +618,7 @@ async def run_level(base_url, api, model, prompts, prompt_lens, concurrency, max
     the prompts (or of the requests sent, when cycling sent more): nothing more is sent and the
     requests in flight are cancelled, each returned as an ``abandoned`` record.
     """
-    url = base_url.rstrip("/") + ("/v1/chat/completions" if api == "chat" else "/v1/completions")
-    headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
-    ssl_arg = ssl_option(base_url, validate_certs)
+    url, headers, ssl_arg = endpoint(base_url, api, api_key, validate_certs)
     connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
     records = []
     async with aiohttp.ClientSession(connector=connector) as session:
@@ -630,15 +635,9 @@ async def run_level(base_url, api, model, prompts, prompt_lens, concurrency, max
                 return index < len(prompts)
             return time.perf_counter() - started < duration_s
 
-        def too_many_failures():
-            if max_failure_ratio is None:
-                return False
-            failed = sum(1 for record in records if not record["ok"])
-            return failed > failure_allowance(max_failure_ratio, len(prompts), index)
-
         index = 0
         pending = set()
-        while not too_many_failures():
+        while not failures_past_allowance(records, max_failure_ratio, len(prompts), index):
             while len(pending) < concurrency and more_to_send(index):
                 pending.add(asyncio.ensure_future(send(index)))
                 index += 1
@@ -691,9 +690,7 @@ async def run_open_level(base_url, api, model, requests, offsets, timeout_s, api
     start), and ``arrivals`` says what was unfinished when the last request was due and vLLM's waiting queue
     then. With ``max_failure_ratio``, failures past its allowance stop the level as in ``run_level``.
     """
-    url = base_url.rstrip("/") + ("/v1/chat/completions" if api == "chat" else "/v1/completions")
-    headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
-    ssl_arg = ssl_option(base_url, validate_certs)
+    url, headers, ssl_arg = endpoint(base_url, api, api_key, validate_certs)
     connector = aiohttp.TCPConnector(limit=max_concurrency or 0, force_close=False)
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     counts = OpenLoopCounts()
@@ -720,10 +717,7 @@ async def run_open_level(base_url, api, model, requests, offsets, timeout_s, api
             records.append(record)
 
         def too_many_failures(sent):
-            if max_failure_ratio is None:
-                return False
-            failed = sum(1 for record in records if not record["ok"])
-            return failed > failure_allowance(max_failure_ratio, len(requests), sent)
+            return failures_past_allowance(records, max_failure_ratio, len(requests), sent)
 
         pending = set()
         stopped = False
@@ -986,6 +980,15 @@ def slo_of(params):
     return slo or None
 
 
+def run_closed(params, loop, requests, concurrency, **options):
+    """``run_level`` over request dicts (``prompt``, ``prompt_len``, ``max_tokens``) with the module's endpoint."""
+    return loop.run_until_complete(run_level(
+        params["base_url"], params["api"], params["model"], [item["prompt"] for item in requests],
+        [item["prompt_len"] for item in requests], concurrency, [item["max_tokens"] for item in requests],
+        params["ignore_eos"], params["request_timeout"], params["api_key"], validate_certs=params["validate_certs"],
+        **options))
+
+
 def warm_up(params, loop, source, closed):
     """Send the warm-up requests, up to the sweep's highest concurrency at a time (as ``vllm bench serve
     --num-warmups`` does with its ``--max-concurrency``): a server just started is slow on its first batches of a
@@ -997,11 +1000,7 @@ def warm_up(params, loop, source, closed):
         return None
     requests = closed[:count] if closed else source.requests("warmup", count)
     width = max(params["concurrency"] or [params["max_concurrency"] or 8])
-    records, dummy = loop.run_until_complete(run_level(
-        params["base_url"], params["api"], params["model"], [item["prompt"] for item in requests],
-        [item["prompt_len"] for item in requests], min(len(requests), width),
-        [item["max_tokens"] for item in requests], params["ignore_eos"], params["request_timeout"],
-        params["api_key"], max_failure_ratio=0, validate_certs=params["validate_certs"]))
+    records, dummy = run_closed(params, loop, requests, min(len(requests), width), max_failure_ratio=0)
     failed = [record for record in records if not record["ok"] and not record.get("abandoned")]
     if failed:
         return "a warm-up request failed (%s): %s" % (failed[0]["error_class"], failed[0]["error"])
@@ -1042,14 +1041,9 @@ class LevelProbe:
 def measure_level(params, loop, meter, concurrency, closed):
     """One closed-loop level: its requests, then its figures with /metrics deltas, client CPU and GPU energy."""
     count = len(closed) if params["duration"] else (params["requests_per_level"] or max(8, 4 * concurrency))
-    requests = closed[:count]
     probe = LevelProbe(params, meter)
-    records, wall = loop.run_until_complete(run_level(
-        params["base_url"], params["api"], params["model"], [item["prompt"] for item in requests],
-        [item["prompt_len"] for item in requests], concurrency, [item["max_tokens"] for item in requests],
-        params["ignore_eos"], params["request_timeout"], params["api_key"],
-        duration_s=params["duration"] or None, max_failure_ratio=params["max_failure_ratio"],
-        validate_certs=params["validate_certs"]))
+    records, wall = run_closed(params, loop, closed[:count], concurrency, duration_s=params["duration"] or None,
+                               max_failure_ratio=params["max_failure_ratio"])
     return probe.finish(level_metrics(concurrency, records, wall, slo_of(params)))
 
 
