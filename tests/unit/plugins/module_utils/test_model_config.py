@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import hashlib
 import json
 import os
 import shutil
@@ -26,9 +27,6 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.normpath(os.path.join(HERE, "..", "..", "fixtures", "model_configs"))
 SIDECAR_SUFFIX = "_hf_quant.json"
-# tests/unit/plugins/module_utils -> repo root -> ../shared/model-configs
-REPO_ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
-SHARED = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "model-configs"))
 
 ALL_JSON = sorted(f for f in os.listdir(FIXTURES) if f.endswith(".json"))
 CONFIGS = [f for f in ALL_JSON if not f.endswith(SIDECAR_SUFFIX)]
@@ -75,12 +73,23 @@ def test_fixtures_present():
         assert sidecar[:-len(SIDECAR_SUFFIX)] + ".json" in CONFIGS, sidecar
 
 
-@pytest.mark.skipif(not os.path.isdir(SHARED), reason="shared/model-configs not present")
-def test_fixtures_match_shared_model_configs():
-    shared = set(f for f in os.listdir(SHARED) if f.endswith(".json"))
-    assert shared == set(ALL_JSON), (
-        "tests/unit/fixtures/model_configs is out of date with %s: missing %s, extra %s"
-        % (SHARED, sorted(shared - set(ALL_JSON)), sorted(set(ALL_JSON) - shared)))
+def test_fixtures_are_the_shared_model_configs_as_recorded():
+    """SHA256SUMS holds the hashes of ../shared/model-configs/*.json (the real config.json files of the models
+    we target) as they were copied here. This test runs wherever the checkout is, with or without ../shared,
+    and fails on a fixture that was edited, added or removed without the record. Whether ../shared has moved
+    on since: ``cd ../shared/model-configs && sha256sum --strict -c <checkout>/tests/unit/fixtures/model_configs/SHA256SUMS``.
+    """
+    recorded = {}
+    with open(os.path.join(FIXTURES, "SHA256SUMS")) as handle:
+        for line in handle:
+            digest, name = line.rstrip("\n").split("  ", 1)
+            recorded[name] = digest
+    assert set(recorded) == set(ALL_JSON), (
+        "SHA256SUMS and the fixtures differ: not recorded %s, recorded but missing %s"
+        % (sorted(set(ALL_JSON) - set(recorded)), sorted(set(recorded) - set(ALL_JSON))))
+    for name in ALL_JSON:
+        with open(os.path.join(FIXTURES, name), "rb") as handle:
+            assert hashlib.sha256(handle.read()).hexdigest() == recorded[name], name
 
 
 # ---------------------------------------------------------------------------

@@ -190,3 +190,22 @@ def test_wait_never_outlasts_its_limit():
 def test_a_failed_look_ends_the_wait():
     result, dummy, dummy2 = run_wait([{"failed": True, "msg": "vllm-nope.service: no such unit"}])
     assert result == {"failed": True, "msg": "vllm-nope.service: no such unit", "ready": False}
+
+
+def test_the_poll_interval_sets_the_time_between_looks():
+    looks = [look(state()), look(state()),
+             look(state("active", "running"), completion={"ok": True, "latency_s": 0.1, "text": "x",
+                                                          "completion_tokens": 8}, ready_after=2.0)]
+    result, dummy, clock = run_wait(looks, poll_interval=1)
+    assert result["ready"] is True
+    assert clock.now == 2.0
+
+
+@pytest.mark.parametrize("interval", [0, -1])
+def test_a_poll_interval_below_one_second_is_refused_before_any_look(interval):
+    def look_once():
+        raise AssertionError("looked at the host")
+    result = vllm_probe.wait_until_ready(look_once, params(poll_interval=interval), lambda line: None,
+                                         sleep=lambda seconds: None, clock=FakeClock())
+    assert result["failed"] is True and result["ready"] is False
+    assert "poll_interval must be at least 1 second, got %d" % interval in result["msg"]
