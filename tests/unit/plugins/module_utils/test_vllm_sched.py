@@ -1,0 +1,169 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The scheduler simulation (vllm_sched.py), one behaviour per test, over a step model of round numbers.
+
+Accuracy against real vLLM is printed by tests/benchmarks/bench_perf_model.py, never asserted here."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_sched as sched
+
+LIMITS = {"max_num_seqs": 256, "max_num_batched_tokens": 1024}
+ROOMY_KV = 10 ** 7
+
+
+class LinearSteps(object):
+    """A step costs 10 ms, 0.1 ms per decode and 0.01 ms per prompt token: a prompt of 1024 tokens takes
+    20.24 ms alone, a decode step of one sequence 10.1 ms."""
+    extra_overhead_s = 0.0
+
+    def __init__(self):
+        self.calls = []
+
+    def mixed_step_s(self, decodes, decode_context, tokens, context, prompts, engines=1):
+        self.calls.append((decodes, tokens, prompts, engines))
+        return 0.010 + 0.0001 * decodes + 0.00001 * tokens
+
+
+def simulate(concurrency=None, rate=None, limits=None, kv=ROOMY_KV, engines=1, slo=None, step=None, **workload):
+    settled = {"input_len": 1024, "output_len": 11}
+    settled.update(workload)
+    return sched.simulate_level(step or LinearSteps(), limits or LIMITS, kv, settled, engines,
+                                concurrency=concurrency, rate=rate, slo=slo)
+
+
+def test_one_client_waits_for_its_prompt_and_then_one_step_a_token():
+    level = simulate(concurrency=1, requests_per_level=3)
+    # Overhead 8 ms, then one step of 1024 prompt tokens (20.24 ms), first token at its end.
+    assert level["ttft_ms"]["p50"] == pytest.approx(28.24)
+    assert level["tpot_ms"]["p50"] == pytest.approx(10.1)
+    assert level["e2el_ms"]["p50"] == pytest.approx(28.24 + 10 * 10.1)
+    assert level["completed"] == 3 and level["failed"] == 0
+
+
+def test_a_closed_loop_wave_is_prefilled_in_budget_chunks_and_the_last_prompt_waits_for_the_others():
+    level = simulate(concurrency=4, requests_per_level=4)
+    # Four prompts of 1024 tokens, 1024 tokens a step: each step completes one prompt, so the first token
+    # of the last one comes after four steps, not one.
+    single = simulate(concurrency=1, requests_per_level=4)
+    assert level["ttft_ms"]["p99"] > 3 * single["ttft_ms"]["p50"]
+    assert level["ttft_ms"]["p50"] > 2 * single["ttft_ms"]["p50"]
+
+
+def test_a_larger_budget_prefills_the_wave_in_fewer_steps():
+    small = simulate(concurrency=8, requests_per_level=8)
+    large = simulate(concurrency=8, requests_per_level=8, limits={"max_num_seqs": 256, "max_num_batched_tokens": 8192})
+    assert large["ttft_ms"]["p99"] < small["ttft_ms"]["p99"]
+
+
+def test_max_num_seqs_caps_the_running_requests_and_the_rest_queue():
+    capped = simulate(concurrency=8, requests_per_level=8, limits={"max_num_seqs": 2, "max_num_batched_tokens": 8192})
+    free = simulate(concurrency=8, requests_per_level=8, limits={"max_num_seqs": 8, "max_num_batched_tokens": 8192})
+    assert capped["ttft_ms"]["p99"] > 3 * free["ttft_ms"]["p99"]
+    assert capped["completed"] == free["completed"] == 8
+
+
+def test_a_kv_cache_too_small_for_every_sequence_preempts_and_still_finishes_them_all():
+    # Three prompts of 1024 tokens fit 3200 tokens of KV and are admitted in one step; as they decode, the
+    # third is preempted (recomputed later) to make room for the first two.
+    big_budget = {"max_num_seqs": 256, "max_num_batched_tokens": 8192}
+    level = simulate(concurrency=3, requests_per_level=6, kv=3200, output_len=200, limits=big_budget)
+    assert level["preemptions"] > 0
+    assert level["completed"] == 6 and level["failed"] == 0
+    roomy = simulate(concurrency=3, requests_per_level=6, output_len=200, limits=big_budget)
+    assert roomy["preemptions"] == 0
+    assert level["duration_s"] > roomy["duration_s"]
+
+
+def test_a_request_the_kv_cache_cannot_hold_alone_fails():
+    level = simulate(concurrency=1, requests_per_level=2, kv=512)
+    assert level["completed"] == 0 and level["failed"] == 2
+
+
+def test_a_shared_prefix_found_in_the_cache_is_not_prefilled_again():
+    # 768 shared + 256 own tokens: the cached prefix's 48 blocks are skipped (the bench's warm-up put them
+    # in the cache), only the 256 own tokens are prefilled: 8 + 10 + 2.56 ms.
+    with_prefix = simulate(concurrency=1, requests_per_level=2, input_len=256, prefix_len=768)
+    without = simulate(concurrency=1, requests_per_level=2, input_len=1024)
+    assert with_prefix["ttft_ms"]["p50"] == pytest.approx(20.56)
+    assert without["ttft_ms"]["p50"] == pytest.approx(28.24)
+
+
+def test_an_open_loop_below_capacity_serves_at_its_rate_with_short_waits():
+    level = simulate(rate=2.0, requests_per_level=20, burstiness=1.0)
+    assert level["request_rate"] == 2.0
+    assert level["request_throughput"] == pytest.approx(2.0, rel=0.35)
+    assert level["ttft_ms"]["p50"] < 60.0
+
+
+def test_an_open_loop_past_capacity_queues_and_its_ttft_grows_with_the_rate():
+    slow = simulate(rate=5.0, requests_per_level=40)
+    fast = simulate(rate=500.0, requests_per_level=40)
+    assert fast["ttft_ms"]["p99"] > 5 * slow["ttft_ms"]["p99"]
+    assert fast["request_throughput"] < 500.0 / 4
+
+
+def test_an_infinite_rate_sends_everything_at_once():
+    level = simulate(rate=float("inf"), requests_per_level=16)
+    assert level["request_rate"] == "inf"
+    assert level["requests"] == 16 and level["completed"] == 16
+
+
+def test_max_concurrency_holds_requests_back_and_their_ttft_counts_from_the_send():
+    capped = simulate(rate=float("inf"), requests_per_level=16, max_concurrency=2)
+    free = simulate(rate=float("inf"), requests_per_level=16)
+    assert capped["ttft_ms"]["p99"] < free["ttft_ms"]["p99"]
+    assert capped["duration_s"] > free["duration_s"]
+
+
+def test_data_parallel_engines_split_the_clients_and_add_their_throughput():
+    step = LinearSteps()
+    one = simulate(concurrency=4, requests_per_level=8)
+    two = simulate(concurrency=8, requests_per_level=16, engines=2, step=step)
+    # Each of two engines runs what one engine runs alone.
+    assert two["request_throughput"] == pytest.approx(2 * one["request_throughput"], rel=0.01)
+    assert two["ttft_ms"]["p99"] == pytest.approx(one["ttft_ms"]["p99"], rel=0.01)
+    assert two["requests"] == 16
+    assert {engines for dummy, dummy2, dummy3, engines in step.calls} == {2}
+
+
+def test_lengths_spread_by_the_range_ratio():
+    fixed = simulate(concurrency=4, requests_per_level=32, output_len=40)
+    spread = simulate(concurrency=4, requests_per_level=32, output_len=40, range_ratio=0.5)
+    assert fixed["e2el_ms"]["p99"] == pytest.approx(fixed["e2el_ms"]["p50"], rel=0.2)
+    assert spread["e2el_ms"]["p99"] > 1.3 * spread["e2el_ms"]["p50"]
+
+
+def test_decode_steps_taken_together_give_what_one_at_a_time_gives(monkeypatch):
+    """Many decode steps at once (Engine.quiet_steps) is only a shortcut: the same figures one by one."""
+    workloads = [dict(concurrency=8, requests_per_level=24, output_len=60, range_ratio=0.3),
+                 dict(rate=40.0, requests_per_level=30, output_len=50, burstiness=0.5),
+                 dict(concurrency=6, requests_per_level=12, output_len=120, kv=4000)]
+    batched = [simulate(**workload) for workload in workloads]
+    monkeypatch.setattr(sched.Engine, "quiet_steps", lambda self, next_visible, now, seconds_of: 0)
+    single = [simulate(**workload) for workload in workloads]
+    for fast, slow in zip(batched, single):
+        for key in ("ttft_ms", "tpot_ms", "e2el_ms"):
+            for pct in ("p50", "p99"):
+                assert fast[key][pct] == pytest.approx(slow[key][pct], rel=0.02), (key, pct)
+        assert fast["completed"] == slow["completed"]
+
+
+def test_goodput_counts_the_requests_within_every_slo_and_judges_the_level():
+    slo = {"ttft_ms": 100.0}
+    calm = simulate(rate=2.0, requests_per_level=10, slo=slo)
+    busy = simulate(rate=500.0, requests_per_level=40, slo=slo)
+    assert calm["slo_met"] is True and calm["goodput"]["good_requests"] == 10
+    assert busy["slo_met"] is False
+    assert any("TTFT" in miss for miss in busy["slo_misses"])
+    assert busy["goodput"]["good_requests"] < 40
+
+
+def test_without_an_slo_there_is_no_goodput_and_no_verdict():
+    level = simulate(concurrency=2, requests_per_level=4)
+    assert "goodput" not in level and level["slo_met"] is None
