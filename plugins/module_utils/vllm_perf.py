@@ -570,9 +570,10 @@ def summarize_levels(levels, constraints):
 
 def estimate_plan(model, plan, profiles, spec_name, spec, link, kv_bytes_per_token, kv_tokens, gpu_memory_gib,
                   workload=None, constraints=None, calibration=None, measured_allreduce_us=None, eager=False,
-                  internode=None):
+                  internode=None, refine=None):
     """Single stream, concurrency levels, peak and the basis of every figure for one plan (``internode``: see
-    StepModel)."""
+    StepModel). ``refine(estimate, step, limits, kv_tokens, workload, engines, constraints)``, when given, runs
+    vLLM's scheduler over the step model (vllm_sched.refine_estimate) and overlays what it finds."""
     workload = dict(DEFAULT_WORKLOAD, **(workload or {}))
     constraints = constraints or {}
     step = StepModel(model, plan, spec, link, profiles, kv_bytes_per_token,
@@ -588,7 +589,7 @@ def estimate_plan(model, plan, profiles, spec_name, spec, link, kv_bytes_per_tok
     context = workload["input_len"] + workload["output_len"] / 2.0
     breakdown = step.decode_breakdown(1, context)
     tpot = single["tpot_ms"]
-    return {
+    estimate = {
         "decode_tokens_per_s": round(1000.0 / tpot, 1) if tpot else None,
         "ms_per_token": tpot,
         "single_stream_meets_constraints": meets(single, constraints),
@@ -597,7 +598,11 @@ def estimate_plan(model, plan, profiles, spec_name, spec, link, kv_bytes_per_tok
         "saturation_concurrency": saturation,
         "max_running": capacity * plan["dp"],
         "basis": _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration),
+        "ttft_model": "closed form",
     }
+    if refine is not None:
+        refine(estimate, step, limits, kv_tokens, workload, plan["dp"], constraints)
+    return estimate
 
 
 def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration):
@@ -710,8 +715,11 @@ def _fit(tpots, ttfts):
     for tpot, parts in tpots:
         equations.append(([parts["tpot_base_ms"], parts["tpot_growth_ms"], parts["stretch_ms"], 0.0], tpot, 1.0 / tpot))
     for ttft, parts in ttfts:
-        equations.append(([1.5 * parts["tpot_base_ms"], 1.5 * parts["tpot_growth_ms"], parts["prefill_ms"], 1.0],
-                          ttft - REQUEST_OVERHEAD_MS, 1.0 / ttft))
+        # What the median request waits for: the scheduler simulation (vllm_sched) counts the decode steps and
+        # prompts ahead of it in a wave; the closed form, half a step, the step and its own prompt.
+        steps, prompts = parts.get("ttft_wait_steps", 1.5), parts.get("ttft_wait_prompts", 1.0)
+        equations.append(([steps * parts["tpot_base_ms"], steps * parts["tpot_growth_ms"], prompts * parts["prefill_ms"],
+                           1.0], ttft - REQUEST_OVERHEAD_MS, 1.0 / ttft))
     equations += [([-1.0, 1.0, 0.0, 0.0], 0.0, PRIOR_WEIGHT),  # step_per_seq like step_fixed unless told otherwise
                   ([0.0, 0.0, 1.0, 0.0], 1.0, PRIOR_WEIGHT),   # prefill as modelled
                   ([0.0, 0.0, 0.0, 1.0], 0.0, PRIOR_WEIGHT)]   # no extra overhead (per millisecond)

@@ -12,6 +12,7 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
 from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
@@ -45,6 +46,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import (
     estimate_plan,
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_recipes import RecipeError, resolve_serving
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_sched import refine_estimate
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_rules import (
     check_plan,
     moe_parallel,
@@ -75,7 +77,16 @@ MAX_PLANS = 2048
 # No GPU has a TiB of memory: a larger figure is a byte count or a typo.
 MAX_GPU_MEMORY_GIB = 1024
 PLAN_KEYS = ("tp", "pp", "dp", "ep", "nodes")
-WORKLOAD_KEYS = ("input_len", "output_len", "concurrency", "max_num_seqs", "max_num_batched_tokens")
+WORKLOAD_KEYS = ("input_len", "output_len", "concurrency", "max_num_seqs", "max_num_batched_tokens",
+                 # Real traffic, named as vllm_bench (and vllm bench serve) name it.
+                 "request_rate", "burstiness", "range_ratio", "prefix_len", "max_concurrency", "requests_per_level",
+                 "goodput")
+SLO_KEYS = tuple(key for key, dummy in traffic.SLO_METRICS)
+# A simulated level of more requests than vllm_bench would send (MAX_LEVEL_REQUESTS) is a typo'd rate.
+MAX_LEVEL_REQUESTS = 100000
+# Plans whose estimate the scheduler simulation refines: the leaders by the closed form, again after each
+# refinement reorders them (a wave's TTFT can drop a leader below a TTFT bound).
+SIMULATED_PLANS = 3
 # Bounds on a workload: no model serves a 4M-token request, no bench runs
 # more than 65536 clients, and levels are evaluated one by one.
 MAX_WORKLOAD_TOKENS = 4 * 1024 * 1024
@@ -307,8 +318,9 @@ def _node_notes(model, plan, placed):
     return notes
 
 
-def evaluate_plan(model, plan, settled):
-    """One plan: vLLM's verdict, memory per GPU, and what it delivers.
+def evaluate_plan(model, plan, settled, simulate=False):
+    """One plan: vLLM's verdict, memory per GPU, and what it delivers (with ``simulate``, its TTFT and open-loop
+    levels from vLLM's scheduler run over the step model: vllm_sched).
 
     ``settled`` holds the inputs plan_model settled on (GPU count and memory,
     version, utilization, length, KV dtype, device spec and link, workload,
@@ -340,7 +352,8 @@ def evaluate_plan(model, plan, settled):
                              per_token, tokens, settled["gpu_memory_gib"], workload=settled["workload"],
                              constraints=settled["constraints"], calibration=settled["calibration"],
                              measured_allreduce_us=settled["measured_allreduce_us"], eager=settled["enforce_eager"],
-                             internode=placed and {"link": settled["internode_link"], "layout": placed})
+                             internode=placed and {"link": settled["internode_link"], "layout": placed},
+                             refine=refine_estimate if simulate and fits and not errors else None)
     result = {
         "name": plan_name(plan),
         "tp": plan["tp"],
@@ -366,6 +379,27 @@ def evaluate_plan(model, plan, settled):
     result["score"] = score(result, settled["objective"])
     result["meets_constraints"] = result["score"] is not None
     return result
+
+
+def _usable(result):
+    return result["valid"] and result["fits"] and result["meets_constraints"]
+
+
+def simulate_contenders(model, results, settled):
+    """Evaluate again, with the scheduler simulation, the SIMULATED_PLANS usable plans that lead, until the
+    leaders are all simulated: the others keep the closed form (``estimate.ttft_model`` says which)."""
+    results = list(results)
+    simulated = set()
+    for dummy in range(SIMULATED_PLANS + 1):
+        leaders = [result for result in sorted(results, key=_rank_key) if _usable(result)][:SIMULATED_PLANS]
+        todo = [result for result in leaders if result["name"] not in simulated]
+        if not todo:
+            break
+        for result in todo:
+            plan = dict((key, result[key]) for key in PLAN_KEYS)
+            results[results.index(result)] = evaluate_plan(model, plan, settled, simulate=True)
+            simulated.add(result["name"])
+    return results
 
 
 # Another node pays while it adds at least this share of what each node delivered before it, on average.
@@ -506,7 +540,53 @@ def check_workload(workload):
     for value in levels:
         check_count("workload.concurrency[]", value, MAX_CONCURRENCY)
     settled["concurrency"] = sorted(set(levels))
+    check_traffic(settled)
     return settled
+
+
+def check_traffic(workload):
+    """The open-loop rates, length mix, prefix and SLO of a workload, checked as vllm_bench checks them."""
+    for key, upper in (("max_concurrency", MAX_CONCURRENCY), ("requests_per_level", MAX_LEVEL_REQUESTS)):
+        if workload.get(key) is not None:
+            check_count("workload." + key, workload[key], upper)
+    if workload.get("prefix_len") is not None and not (_is_int(workload["prefix_len"]) and
+                                                      0 <= workload["prefix_len"] <= MAX_WORKLOAD_TOKENS):
+        raise PlanError("workload.prefix_len must be an integer from 0 to %d, got %r"
+                        % (MAX_WORKLOAD_TOKENS, workload["prefix_len"]))
+    ratio = workload.get("range_ratio", 0.0)
+    if not (_is_number(ratio) and 0 <= ratio < 1):
+        raise PlanError("workload.range_ratio must be at least 0 and below 1, got %r" % (ratio,))
+    burstiness = workload.get("burstiness", 1.0)
+    if not (_is_number(burstiness) and burstiness > 0):
+        raise PlanError("workload.burstiness must be a number above 0 (1 is Poisson), got %r" % (burstiness,))
+    _check_rates(workload)
+    goodput = workload.get("goodput") or {}
+    if not isinstance(goodput, dict):
+        raise PlanError("workload.goodput must be a dict of SLOs ({ttft_ms, tpot_ms, e2el_ms}), got %r" % (goodput,))
+    for key, value in sorted(goodput.items()):
+        if key not in SLO_KEYS:
+            raise PlanError("workload.goodput.%s is not an SLO (%s)" % (key, ", ".join(SLO_KEYS)))
+        if not (_is_number(value) and value > 0):
+            raise PlanError("workload.goodput.%s must be a number of milliseconds above 0, got %r" % (key, value))
+
+
+def _check_rates(workload):
+    rates = workload.get("request_rate")
+    if rates is None:
+        return
+    if not isinstance(rates, (list, tuple)) or not rates or len(rates) > MAX_LEVELS:
+        raise PlanError("workload.request_rate must be a list of 1 to %d rates (requests/s or 'inf'), got %r"
+                        % (MAX_LEVELS, rates))
+    for index, rate in enumerate(rates):
+        try:
+            parsed = traffic.parse_rate(rate)
+        except ValueError as exc:
+            raise PlanError("workload.request_rate[%d]: %s" % (index, exc))
+        count = traffic.requests_for_rate(parsed, workload.get("requests_per_level") or 0, None,
+                                          workload.get("max_concurrency"))
+        if count > MAX_LEVEL_REQUESTS:
+            raise PlanError("workload.request_rate[%d]: %s makes a level of %d requests, more than %d; set "
+                            "workload.requests_per_level" % (index, rate, count, MAX_LEVEL_REQUESTS))
 
 
 def check_constraints(ttft_p99_ms=None, min_user_tokens_per_s=None):
@@ -592,6 +672,7 @@ def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization
                                       max_model_len, kv_cache_dtype, gpu_name, link, measured_allreduce_us, enforce_eager,
                                       node_inputs)
     results = [evaluate_plan(model, plan, settled) for plan in enumerate_plans(gpus, nodes=settled["nodes"])]
+    results = simulate_contenders(model, results, settled)
     ranked = sorted(results, key=_rank_key)
     best = ranked[0] if ranked and ranked[0]["valid"] and ranked[0]["fits"] and ranked[0]["meets_constraints"] else None
     return {

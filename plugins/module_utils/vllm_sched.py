@@ -37,7 +37,11 @@ import math
 import random
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import KV_BLOCK_TOKENS, REQUEST_OVERHEAD_MS
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import (
+    KV_BLOCK_TOKENS,
+    REQUEST_OVERHEAD_MS,
+    summarize_levels,
+)
 
 INF = float("inf")
 # Steps of one level at most: a level this long is saturated past any SLO, and the planner stays fast.
@@ -75,13 +79,15 @@ class Request(object):
     """One request. While it decodes, its computed and generated tokens are ``base + engine.step``: a decode
     step advances every decoding request at once without touching any of them."""
     __slots__ = ("index", "arrival", "visible", "prompt", "output", "prefix", "computed", "generated", "shared",
-                 "first_token", "done", "epoch")
+                 "first_token", "done", "epoch", "seen_at", "waited")
 
     def __init__(self, index, arrival, prompt, output, prefix, overhead):
         self.index, self.arrival, self.prompt, self.output, self.prefix = index, arrival, prompt, output, prefix
         self.visible = arrival + overhead
         self.computed = self.generated = self.shared = self.epoch = 0
         self.first_token = self.done = None
+        # The engine's decode and prefill clocks when it saw the request, and what they ran until its first token.
+        self.seen_at = self.waited = None
 
     def tokens(self):
         """Tokens computed before it samples next: its prompt and what it had made (recompute after preemption)."""
@@ -107,6 +113,19 @@ class Engine(object):
         self.shared_used = 0
         self.prefix_cached = prefix_cached
         self.preemptions = 0
+        # Seconds of decoding and of prefilling the engine has run (a mixed step's decode part, and the rest).
+        self.decode_clock = 0.0
+        self.prefill_clock = 0.0
+        # The decode share of the last step run: a request that arrived during it waited for its end.
+        self.decode_share = 1.0
+
+    def see(self, request, now):
+        """Queue a request; its wait is counted from when it arrived, in the step then running."""
+        if request.seen_at is None:
+            lag = max(0.0, now - request.visible)
+            request.seen_at = (self.decode_clock - lag * self.decode_share,
+                               self.prefill_clock - lag * (1.0 - self.decode_share))
+        self.waiting.append(request)
 
     def used(self):
         return (self.decode_base + self.decodes * self.step + self.prefill_used - self.shared_used
@@ -299,7 +318,7 @@ class Traffic(object):
         """Send what is due, and hand the engine what it can see by ``now``."""
         self._send_due(now)
         while self.unseen and self.unseen[0].visible <= now:
-            engine.waiting.append(self.unseen.popleft())
+            engine.see(self.unseen.popleft(), now)
 
     def finished(self, now):
         if self.slots is not None:
@@ -323,11 +342,19 @@ def _chunk_seconds(engine, costs, chunks):
 
 def _one_step(engine, costs, chunks, now):
     """Run one step; the first tokens of the prompts it completes come at its end."""
-    now += _chunk_seconds(engine, costs, chunks)
+    seconds = _chunk_seconds(engine, costs, chunks)
+    decoding = costs.seconds(engine.decodes, engine.decode_context(), 0, 0, 0) if engine.decodes and chunks else 0.0
+    if not chunks:
+        decoding = seconds
+    engine.decode_clock += decoding
+    engine.prefill_clock += seconds - decoding
+    engine.decode_share = decoding / seconds if seconds else 1.0
+    now += seconds
     sampled, finished = engine.advance(chunks)
     for request in sampled:
         if request.first_token is None:
             request.first_token = now
+            request.waited = (engine.decode_clock - request.seen_at[0], engine.prefill_clock - request.seen_at[1])
     return now, finished
 
 
@@ -346,7 +373,10 @@ def run_engine(engine, traffic, costs):
         steps = engine.quiet_steps(traffic.next_visible(), now,
                                    lambda k: costs.seconds(engine.decodes, context + k / 2.0, 0, 0, 0))
         if steps:
-            now += steps * costs.seconds(engine.decodes, context + steps / 2.0, 0, 0, 0)
+            seconds = steps * costs.seconds(engine.decodes, context + steps / 2.0, 0, 0, 0)
+            engine.decode_clock += seconds
+            engine.decode_share = 1.0
+            now += seconds
             _finish(traffic, engine.advance([], steps)[1], now)
             continue
         chunks = engine.schedule()
@@ -400,6 +430,17 @@ def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None,
                          concurrency=concurrency, rate=rate)
 
 
+def _median_wait(done):
+    waited = sorted((request.first_token - request.arrival, request.waited) for request in done if request.waited)
+    if not waited:
+        return None
+    # The two middle requests for an even count, as the p50 of numpy's percentile takes them.
+    middle = [waited[(len(waited) - 1) // 2][1], waited[len(waited) // 2][1]]
+    decode = sum(item[0] for item in middle) / 2.0
+    prefill = sum(item[1] for item in middle) / 2.0
+    return {"decode": round(decode * 1e3, 3), "prefill": round(prefill * 1e3, 3)}
+
+
 def level_figures(requests, seconds, engines, preemptions, dropped, slo, concurrency=None, rate=None):
     done = [request for request in requests if request.done is not None]
     records = [{"ttft": request.first_token - request.arrival, "latency": request.done - request.arrival,
@@ -417,6 +458,9 @@ def level_figures(requests, seconds, engines, preemptions, dropped, slo, concurr
         "tpot_ms": traffic.summarize_ms([traffic.request_tpot(record) for record in records]),
         "e2el_ms": traffic.summarize_ms([record["latency"] for record in records]),
         "preemptions": preemptions * engines,
+        # What the engine ran while the median request (by TTFT) waited for its first token: decode steps and
+        # prompt chunks (its own included). Calibration fits the step and the prefill against TTFT through them.
+        "ttft_wait_ms": _median_wait(done),
     }
     if concurrency is not None:
         figures["concurrency"] = concurrency
@@ -427,3 +471,63 @@ def level_figures(requests, seconds, engines, preemptions, dropped, slo, concurr
         figures["goodput"] = {"good_requests": good["good_requests"] * engines,
                               "request_goodput": round(good["request_goodput"] * engines, 3)}
     return traffic.judge(figures, slo or {})
+
+
+# ---------------------------------------------------------------------------
+# A plan's estimate, refined
+# ---------------------------------------------------------------------------
+# Rates tried between the workload's own when looking for the max sustainable rate (bisection).
+SEARCH_STEPS = 4
+
+
+def refine_estimate(estimate, step, limits, kv_tokens, workload, engines, constraints):
+    """Overlay the simulation on a closed-form estimate (vllm_perf.estimate_plan's ``refine``): each
+    closed-loop level's TTFT p50/p99 and its simulated distributions; with ``workload.request_rate``, open-loop
+    levels and, with ``workload.goodput`` (the SLO), the max sustainable rate. Throughput and TPOT stay the
+    closed form's (what the model was validated on); the levels' ``simulated`` figures carry the simulation's."""
+    slo = workload.get("goodput") or {}
+    for figures in estimate["levels"]:
+        if figures["running"]:
+            _overlay(figures, simulate_level(step, limits, kv_tokens, workload, engines,
+                                             concurrency=figures["concurrency"], slo=slo), step)
+    estimate["peak_output_tokens_per_s"], estimate["saturation_concurrency"] = summarize_levels(
+        estimate["levels"], constraints)
+    if workload.get("request_rate"):
+        rate_levels = rate_sweep(step, limits, kv_tokens, workload, engines, slo)
+        best, reason = traffic.max_sustainable(rate_levels, slo)
+        estimate.update(rate_levels=rate_levels, max_sustainable_rate=best, max_sustainable_rate_reason=reason)
+    estimate["ttft_model"] = "scheduler simulation"
+    return estimate
+
+
+def _overlay(figures, simulated, step):
+    figures["ttft_closed_form_ms"] = figures["ttft_ms"]
+    figures["ttft_p99_closed_form_ms"] = figures["ttft_p99_ms"]
+    figures["ttft_ms"] = simulated["ttft_ms"]["p50"]
+    figures["ttft_p99_ms"] = simulated["ttft_ms"]["p99"]
+    figures["simulated"] = dict((key, simulated[key]) for key in (
+        "ttft_ms", "tpot_ms", "e2el_ms", "output_throughput", "request_throughput", "preemptions", "completed",
+        "failed"))
+    wait = simulated.get("ttft_wait_ms")
+    parts = figures.get("parts")
+    if wait and parts:
+        # The median request's wait in the level's own units, for calibration (vllm_perf._fit): decode steps of
+        # the level's batch, and single prompts riding one. A wave's schedule depends on token counts, not on
+        # time, so these stay when the ratios change.
+        step_ms = step.ratio_base * parts["tpot_base_ms"] + step.ratio_growth * parts["tpot_growth_ms"]
+        prefill_ms = step.ratio_prefill * parts["prefill_ms"]
+        parts["ttft_wait_steps"] = round(wait["decode"] / step_ms, 4) if step_ms else 0.0
+        parts["ttft_wait_prompts"] = round(wait["prefill"] / prefill_ms, 4) if prefill_ms else 1.0
+
+
+def rate_sweep(step, limits, kv_tokens, workload, engines, slo):
+    """The workload's rates, then with an SLO up to SEARCH_STEPS more between the last that met it and the
+    first that did not (bench_traffic.next_search_rate, as vllm_bench searches)."""
+    levels = [simulate_level(step, limits, kv_tokens, workload, engines, rate=traffic.parse_rate(rate), slo=slo)
+              for rate in workload["request_rate"]]
+    for dummy in range(SEARCH_STEPS if slo else 0):
+        rate = traffic.next_search_rate(levels, slo)
+        if rate is None:
+            break
+        levels.append(simulate_level(step, limits, kv_tokens, workload, engines, rate=rate, slo=slo))
+    return sorted(levels, key=lambda level: traffic.INF if level["request_rate"] == "inf" else level["request_rate"])

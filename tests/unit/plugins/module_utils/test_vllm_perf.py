@@ -313,10 +313,12 @@ def measured_from(estimate, base_ratio, growth_ratio, prefill_ratio, extra_overh
     for figures in estimate["levels"]:
         parts = figures["parts"]
         step = base_ratio * parts["tpot_base_ms"] + growth_ratio * parts["tpot_growth_ms"]
+        # The median request waits for the decode steps and prompts ahead of it (the scheduler simulation's count).
+        steps, prompts = parts.get("ttft_wait_steps", 1.5), parts.get("ttft_wait_prompts", 1.0)
         levels.append({"concurrency": figures["concurrency"],
                        "tpot_ms": {"median": step + prefill_ratio * parts["stretch_ms"]},
-                       "ttft_ms": {"median": perf.REQUEST_OVERHEAD_MS + extra_overhead_ms + 1.5 * step
-                                   + prefill_ratio * parts["prefill_ms"]}})
+                       "ttft_ms": {"median": perf.REQUEST_OVERHEAD_MS + extra_overhead_ms + steps * step
+                                   + prompts * prefill_ratio * parts["prefill_ms"]}})
     return levels
 
 
@@ -447,6 +449,17 @@ def test_a_constraint_no_plan_meets_leaves_nothing_recommended():
     ({"ttft_p99_ms": -1}, "ttft_p99_ms must be a number above 0"),
     ({"min_user_tokens_per_s": float("nan")}, "min_user_tokens_per_s must be a number above 0"),
     ({"calibration": {"ratios": {"step_fixed": 1000}}}, "calibration.ratios.step_fixed must be a number"),
+    ({"workload": {"request_rate": []}}, "workload.request_rate must be a list of 1 to 32 rates"),
+    ({"workload": {"request_rate": [0]}}, r"workload.request_rate\[0\]: 0 is not above 0 requests/s"),
+    ({"workload": {"request_rate": [1, "fast"]}}, r"workload.request_rate\[1\]: 'fast' is not a number"),
+    ({"workload": {"request_rate": [1e9]}}, r"workload.request_rate\[0\]: 1000000000.0 makes a level of"),
+    ({"workload": {"burstiness": 0}}, "workload.burstiness must be a number above 0"),
+    ({"workload": {"range_ratio": 1.0}}, "workload.range_ratio must be at least 0 and below 1"),
+    ({"workload": {"prefix_len": -5}}, "workload.prefix_len must be an integer from 0"),
+    ({"workload": {"max_concurrency": 0}}, "workload.max_concurrency must be an integer from 1"),
+    ({"workload": {"goodput": {"ttft": 100}}}, "workload.goodput.ttft is not an SLO"),
+    ({"workload": {"goodput": {"ttft_ms": float("nan")}}}, "workload.goodput.ttft_ms must be a number of milliseconds"),
+    ({"workload": {"goodput": [100]}}, "workload.goodput must be a dict of SLOs"),
 ])
 def test_bad_performance_inputs_name_the_input(bad, message):
     with pytest.raises(PlanError, match=message):
@@ -497,3 +510,57 @@ def test_the_h200_recordings_are_read_and_each_counted_row_is_predicted():
     assert {"llama3.1_8b", "llama3.1_8b_eager", "llama3.1_70b_fp8", "qwen3_30b_a3b"} <= models
     assert all(row["predicted_ms"] > 0 and row["measured_ms"] > 0 for row in rows)
     assert [row["batch"] for row in rows if row["model"] == "minimax_m2.5_l16" and not row["not_counted"]] == [1]
+
+
+# -- the scheduler simulation in the planner -----------------------------------------------------------------------
+
+def kimi_plans(**workload):
+    settled = {"input_len": 2048, "output_len": 256, "concurrency": [1, 16, 64]}
+    settled.update(workload)
+    return plan_model(load("moonshotai--Kimi-K2.5"), 8, None, "0.32.0", max_model_len=8192, workload=settled)
+
+
+def test_the_leading_plans_get_the_schedulers_ttft_and_the_rest_keep_the_closed_form():
+    result = kimi_plans()
+    models = [plan["estimate"]["ttft_model"] for plan in result["plans"] if plan["fits"] and plan["valid"]]
+    assert 1 <= models.count("scheduler simulation") <= 3
+    recommended = result["recommended"]["estimate"]
+    assert recommended["ttft_model"] == "scheduler simulation"
+    one, sixteen, sixty_four = recommended["levels"]
+    # One client has no wave; sixteen clients' prompts are prefilled together and the median waits for half.
+    assert one["ttft_ms"] == pytest.approx(one["ttft_closed_form_ms"], rel=0.25)
+    assert sixteen["ttft_ms"] > 2 * sixteen["ttft_closed_form_ms"]
+    assert sixteen["simulated"]["ttft_ms"]["p99"] == sixteen["ttft_p99_ms"]
+    assert sixteen["parts"]["ttft_wait_prompts"] > 2
+
+
+def test_a_ttft_bound_is_judged_on_the_simulated_p99():
+    free = kimi_plans()["recommended"]
+    sixteen = free["estimate"]["levels"][1]
+    simulated, closed_form = sixteen["ttft_p99_ms"], sixteen["ttft_p99_closed_form_ms"]
+    assert simulated != pytest.approx(closed_form, rel=0.02)
+    bound = (simulated + closed_form) / 2.0
+    bounded = plan_model(load("moonshotai--Kimi-K2.5"), 8, None, "0.32.0", max_model_len=8192, ttft_p99_ms=bound,
+                         workload={"input_len": 2048, "output_len": 256, "concurrency": [1, 16]})
+    level = by_name(bounded)[free["name"]]["estimate"]["levels"][1]
+    assert level["ttft_p99_ms"] == pytest.approx(simulated)
+    assert perf.meets(level, {"ttft_p99_ms": bound}) == (simulated <= bound)
+
+
+def test_open_loop_rates_are_simulated_with_goodput_and_a_max_sustainable_rate():
+    result = kimi_plans(request_rate=[0.5, 2, 8, "inf"], goodput={"ttft_ms": 3000, "tpot_ms": 200},
+                        requests_per_level=64)
+    estimate = result["recommended"]["estimate"]
+    rates = [level["request_rate"] for level in estimate["rate_levels"]]
+    assert rates[0] == 0.5 and rates[-1] == "inf" and len(rates) > 4  # the search added rates in between
+    assert estimate["rate_levels"][0]["slo_met"] is True
+    assert estimate["rate_levels"][-1]["ttft_ms"]["p99"] > estimate["rate_levels"][0]["ttft_ms"]["p99"]
+    assert estimate["max_sustainable_rate"] >= 0.5
+    assert "met the SLO" in estimate["max_sustainable_rate_reason"]
+    for level in estimate["rate_levels"]:
+        assert level["goodput"]["request_goodput"] <= level["request_throughput"] + 1e-9
+
+
+def test_without_rates_there_are_no_open_loop_levels():
+    estimate = kimi_plans()["recommended"]["estimate"]
+    assert "rate_levels" not in estimate and "max_sustainable_rate" not in estimate

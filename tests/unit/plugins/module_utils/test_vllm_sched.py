@@ -167,3 +167,13 @@ def test_goodput_counts_the_requests_within_every_slo_and_judges_the_level():
 def test_without_an_slo_there_is_no_goodput_and_no_verdict():
     level = simulate(concurrency=2, requests_per_level=4)
     assert "goodput" not in level and level["slo_met"] is None
+
+
+@pytest.mark.parametrize("workload", [dict(concurrency=8, requests_per_level=32, output_len=40),
+                                      dict(rate=30.0, requests_per_level=40, output_len=40)])
+def test_the_median_requests_wait_is_split_into_decode_steps_and_prompts_that_add_up_to_its_ttft(workload):
+    level = simulate(**workload)
+    wait = level["ttft_wait_ms"]
+    assert wait["prefill"] > 0
+    # 8 ms before the engine sees it, then the steps it waited for, its own prompt's among them.
+    assert 8.0 + wait["decode"] + wait["prefill"] == pytest.approx(level["ttft_ms"]["p50"], rel=0.01)
