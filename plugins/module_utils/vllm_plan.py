@@ -529,6 +529,12 @@ def check_workload(workload):
     check_keys("workload", workload, WORKLOAD_KEYS, "{input_len: 1024, output_len: 1024, concurrency: [1, 64]}")
     settled = dict(DEFAULT_WORKLOAD)
     settled.update(dict((key, value) for key, value in workload.items() if value is not None))
+    # As vllm_bench reads them: 0 leaves the cap and the count to their defaults, a null SLO is no SLO.
+    for key in ("max_concurrency", "requests_per_level"):
+        if settled.get(key) == 0:
+            del settled[key]
+    if isinstance(settled.get("goodput"), dict):
+        settled["goodput"] = dict((key, value) for key, value in settled["goodput"].items() if value is not None)
     for key in ("input_len", "output_len"):
         check_count("workload." + key, settled[key], MAX_WORKLOAD_TOKENS)
     for key in ("max_num_seqs", "max_num_batched_tokens"):

@@ -192,9 +192,13 @@ options:
     default: throughput
   workload:
     description:
-      - The closed-loop workload the estimate is for, as C(vllm bench serve --max-concurrency C) or
-        M(gauntlet.vllm.vllm_bench) runs it - fixed prompt and output lengths, C clients each sending the next
-        request when its last one ends.
+      - The workload the estimate is for, named as M(gauntlet.vllm.vllm_bench) and C(vllm bench serve) name it - a
+        closed loop of C clients each sending the next request when its last one ends (O(workload.concurrency)),
+        and with O(workload.request_rate) an open loop of arrivals at a rate.
+      - Every plan is estimated in closed form; the three usable plans that lead are estimated again by running
+        vLLM's scheduler over the step model (continuous batching, chunked prefill within
+        C(max_num_batched_tokens), C(max_num_seqs), KV capacity with preemption, prefix-cache hits), which gives
+        their TTFT (the waves of a closed loop, the queues of an open loop) and their open-loop levels.
     type: dict
     suboptions:
       input_len:
@@ -216,6 +220,36 @@ options:
       max_num_batched_tokens:
         description: The server's C(--max-num-batched-tokens), when it is not vLLM's default for the GPU size.
         type: int
+      request_rate:
+        description:
+          - Open-loop levels to simulate for the leading plans, each requests/s or C(inf) (1 to 32 levels), as
+            C(vllm bench serve --request-rate).
+        type: list
+        elements: raw
+      burstiness:
+        description: Gamma shape of the open loop's gaps; 1 is Poisson, larger is more regular (C(--burstiness)).
+        type: float
+        default: 1.0
+      range_ratio:
+        description: Lengths uniform in [L(1-r), L(1+r)] around O(workload.input_len) and O(workload.output_len), from 0 to below 1.
+        type: float
+        default: 0.0
+      prefix_len:
+        description: Tokens of a prefix every prompt shares (in front of its O(workload.input_len)), found in the prefix cache.
+        type: int
+        default: 0
+      max_concurrency:
+        description: A cap on the open loop's requests in flight (a request due while it is reached waits, its TTFT counted from its send).
+        type: int
+      requests_per_level:
+        description: Requests of each simulated level (default as vllm_bench - 4 x concurrency, at least 8; 10 s of arrivals, at least 16).
+        type: int
+      goodput:
+        description:
+          - The SLO, as vllm_bench's O(workload.goodput) - C(ttft_ms), C(tpot_ms), C(e2el_ms), each a limit in ms. The
+            simulated levels report the requests/s within it, and the open loop its max sustainable rate (searched by
+            bisection between the rates).
+        type: dict
   ttft_p99_ms:
     description:
       - Largest acceptable p99 time to first token, in ms; levels predicted above it do not count.
@@ -462,11 +496,22 @@ plans:
               description: Time per output token after the first, in ms.
               type: float
             ttft_ms:
-              description: Mean time to first token, in ms, queueing included.
+              description: >-
+                Median time to first token, in ms, queueing included - from the scheduler simulation where
+                RV(plans[].estimate.ttft_model) says so (a closed loop's wave prefills every client's prompt
+                together), else the closed form's mean.
               type: float
             ttft_p99_ms:
-              description: Time to first token of the last request of a wave, in ms.
+              description: The p99 time to first token, in ms (the closed form's - the last request of a wave - where not simulated).
               type: float
+            ttft_closed_form_ms:
+              description: The closed form's TTFT beside the simulated one (simulated plans only).
+              type: float
+            simulated:
+              description: >-
+                The simulated level (simulated plans only) - C(ttft_ms), C(tpot_ms), C(e2el_ms) each with
+                C(mean)/C(p50)/C(p90)/C(p99), C(output_throughput), C(request_throughput), C(preemptions).
+              type: dict
             user_tokens_per_s:
               description: Output tokens per second of one stream (1000 / TPOT).
               type: float
@@ -482,6 +527,22 @@ plans:
             parts:
               description: Uncalibrated parts of the step (TPOT base and growth, prefill) that calibration fits.
               type: dict
+        ttft_model:
+          description: C(scheduler simulation) for the leading plans, C(closed form) for the others.
+          type: str
+        rate_levels:
+          description: >-
+            With O(workload.request_rate), the simulated open-loop levels (the rates asked for and those the search
+            added), each as M(gauntlet.vllm.vllm_bench) reports one - C(request_rate), C(request_throughput),
+            C(output_throughput), C(ttft_ms)/C(tpot_ms)/C(e2el_ms) percentiles, C(goodput), C(slo_met), C(slo_misses).
+          type: list
+          elements: dict
+        max_sustainable_rate:
+          description: The highest simulated rate whose p99s met O(workload.goodput) (null without an SLO or when none did).
+          type: float
+        max_sustainable_rate_reason:
+          description: How the max sustainable rate was found, or why it is null.
+          type: str
         peak_output_tokens_per_s:
           description: The highest output tok/s over the levels that meet the constraints (null when none does).
           type: float
@@ -682,6 +743,13 @@ ARGUMENT_SPEC = dict(
         concurrency=dict(type="list", elements="int", default=[1, 4, 16, 64, 256, 1024]),
         max_num_seqs=dict(type="int"),
         max_num_batched_tokens=dict(type="int", no_log=False),
+        request_rate=dict(type="list", elements="raw"),
+        burstiness=dict(type="float", default=1.0),
+        range_ratio=dict(type="float", default=0.0),
+        prefix_len=dict(type="int", default=0),
+        max_concurrency=dict(type="int"),
+        requests_per_level=dict(type="int"),
+        goodput=dict(type="dict"),
     )),
     ttft_p99_ms=dict(type="float"),
     min_user_tokens_per_s=dict(type="float", no_log=False),

@@ -456,7 +456,7 @@ def test_a_constraint_no_plan_meets_leaves_nothing_recommended():
     ({"workload": {"burstiness": 0}}, "workload.burstiness must be a number above 0"),
     ({"workload": {"range_ratio": 1.0}}, "workload.range_ratio must be at least 0 and below 1"),
     ({"workload": {"prefix_len": -5}}, "workload.prefix_len must be an integer from 0"),
-    ({"workload": {"max_concurrency": 0}}, "workload.max_concurrency must be an integer from 1"),
+    ({"workload": {"max_concurrency": -1}}, "workload.max_concurrency must be an integer from 1"),
     ({"workload": {"goodput": {"ttft": 100}}}, "workload.goodput.ttft is not an SLO"),
     ({"workload": {"goodput": {"ttft_ms": float("nan")}}}, "workload.goodput.ttft_ms must be a number of milliseconds"),
     ({"workload": {"goodput": [100]}}, "workload.goodput must be a dict of SLOs"),
@@ -564,3 +564,11 @@ def test_open_loop_rates_are_simulated_with_goodput_and_a_max_sustainable_rate()
 def test_without_rates_there_are_no_open_loop_levels():
     estimate = kimi_plans()["recommended"]["estimate"]
     assert "rate_levels" not in estimate and "max_sustainable_rate" not in estimate
+
+
+def test_a_bench_workloads_unset_cap_count_and_slo_read_as_vllm_bench_reads_them():
+    result = kimi_plans(request_rate=[1], max_concurrency=0, requests_per_level=0, goodput={"ttft_ms": None})
+    settled = result["inputs"]["workload"]
+    assert "max_concurrency" not in settled and "requests_per_level" not in settled
+    assert settled["goodput"] == {}
+    assert result["recommended"]["estimate"]["max_sustainable_rate"] is None
