@@ -67,6 +67,12 @@ KV_BANDWIDTH_EFFICIENCY = 0.65
 COMPUTE_EFFICIENCY = {"bf16": 0.78, "fp8": 0.68, "w4a16": 0.50, "nvfp4": 0.60, "mxfp4": 0.45}
 GEMM_HALF_M = 64.0
 ATTENTION_COMPUTE_EFFICIENCY = 0.45
+# What a routed expert's grouped GEMM reaches of a dense GEMM's rate at the same rows, by kernel family. vLLM's
+# Triton fused_moe (BF16, and FP8 block-scaled on Hopper) prefilled 8 prompts of 2048 tokens of Qwen3-30B-A3B in
+# 257 ms on the H200 (tests/unit/fixtures/perf/h200-vllm-0.24.json): 0.45 of the dense rate puts the model at
+# -1 % there (1.0 at -40 %). Many small experts (768-wide for Qwen3-30B) leave the GEMM tiles under-filled; decode
+# steps read the experts and do not notice. Marlin (w4a16), NVFP4 and MXFP4 MoE kernels were not measured: 1.
+MOE_GEMM_SHARE = {"bf16": 0.45, "fp8": 0.45, "w4a16": 1.0, "nvfp4": 1.0, "mxfp4": 1.0}
 # Kernel floors: a layer's dense GEMMs take at least the device's
 # ``gemm_floor_us`` each however few bytes they move; any other kernel
 # (norm, rotary, activation, routing) KERNEL_US, the attention kernel
@@ -106,6 +112,8 @@ CONSTANT_SOURCES = {
     "kernel_floors": "aiconfigurator 0.12: ~6 us floor of a small GEMM on SM120, MoE layer at 1 token 32 us (INT4 "
                      "Marlin) and 89 us (NVFP4) for Kimi-K2.5's shapes at TP8; H200 vLLM 0.24 decode steps at batch 1",
     "step_costs": "fitted: H200 vLLM 0.24 decode steps of a dense 8B model with CUDA graphs and eager",
+    "moe_gemm_share": "fitted: H200 vLLM 0.24 prefill of 8 x 2048 tokens of Qwen3-30B-A3B (Triton fused_moe, BF16); "
+                      "the waves of 1-256 prompts are left out of the fit (tests/benchmarks/bench_perf_model.py)",
     "pipeline": "vLLM sends all running sequences through the stages as one batch (vllm-project/vllm issue 41682; "
                 "PP decode throughput 3x below TP, issue 15330): PP adds memory, not throughput",
     "dp": "vLLM 0.32 AgRsAll2AllManager: DP>1 MoE layers all-gather tokens and reduce-scatter outputs over the DP "
@@ -190,16 +198,16 @@ def gemm_efficiency(family, rows):
     return COMPUTE_EFFICIENCY[family] * rows / (rows + GEMM_HALF_M)
 
 
-def roofline_s(nbytes, flops, spec, rows):
+def roofline_s(nbytes, flops, spec, rows, share=1.0):
     """Seconds of work per family: the larger of its bytes over the achievable
-    bandwidth and its FLOPs over the achievable matrix rate at ``rows`` rows,
-    summed over families."""
+    bandwidth and its FLOPs over the achievable matrix rate at ``rows`` rows
+    (``share`` of a dense GEMM's), summed over families."""
     total = 0.0
     bandwidth = spec["memory_bandwidth_gbs"] * 1e9 * spec["bandwidth_efficiency"]
     rows = max(rows, 1.0)
     for family in set(nbytes) | set(flops):
         memory = nbytes.get(family, 0.0) / (bandwidth * FAMILY_BANDWIDTH[family])
-        compute = flops.get(family, 0.0) / (family_peak(spec, family) * gemm_efficiency(family, rows))
+        compute = flops.get(family, 0.0) / (family_peak(spec, family) * gemm_efficiency(family, rows) * share)
         total += max(memory, compute)
     return total
 
@@ -316,7 +324,7 @@ class StepModel(object):
                 expert_bytes, expert_flops = moe_work(moe, routed)
                 touched = moe["experts"] * (1.0 - (1.0 - float(moe["top_k"]) / moe["experts"]) ** routed)
                 rows = routed * moe["top_k"] / max(touched, 1.0)
-                layer += roofline_s(expert_bytes, expert_flops, self.spec, rows)
+                layer += roofline_s(expert_bytes, expert_flops, self.spec, rows, MOE_GEMM_SHARE[moe["family"]])
             total += n * layer
         if logits:
             total += roofline_s({"bf16": self.lm_head_elements * UNQUANTIZED_BYTES},
@@ -622,6 +630,7 @@ def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration
         "family_bandwidth": FAMILY_BANDWIDTH,
         "kv_bandwidth_efficiency": KV_BANDWIDTH_EFFICIENCY,
         "compute_efficiency": COMPUTE_EFFICIENCY,
+        "moe_gemm_share": MOE_GEMM_SHARE,
         "gemm_half_m": GEMM_HALF_M,
         "gemm_floor_us": spec["gemm_floor_us"],
         "kernel_us": KERNEL_US,

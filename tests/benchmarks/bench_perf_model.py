@@ -18,7 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from perf_points_eval import evaluate_points, h200_recordings, reference_box  # noqa: E402  pylint: disable=wrong-import-position
+from perf_points_eval import evaluate_points, h200_recordings, h200_waves, reference_box  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _error_line(label, errors):
@@ -66,6 +66,30 @@ def print_h200():
     print()
 
 
+def print_h200_waves():
+    rows = h200_waves()
+    if not rows:
+        print("H200 waves: no recording in tests/unit/fixtures/perf/")
+        return
+    print("H200 waves, real vLLM 0.24 (left out of the fit): B prompts at once; out=1 is the wave's last first token "
+          "(TTFT p100), longer outputs its end")
+    for row in rows:
+        closed = ("closed form %8.1f ms %+7.1f %%" % (row["closed_form_ms"], row["closed_form_error_pct"])
+                  if row["closed_form_ms"] is not None else "")
+        print("%-20s B=%-4d in=%-5d out=%-3d measured %8.1f ms  simulated %8.1f ms %+7.1f %%  %s%s" % (
+            row["model"][:20], row["batch"], row["input_len"], row["output_len"], row["measured_ms"],
+            row["simulated_ms"], row["simulated_error_pct"], closed,
+            "  (not counted: dummy weights route every token alike)" if row["not_counted"] else ""))
+    counted = [row for row in rows if not row["not_counted"]]
+    first = [row for row in counted if row["output_len"] == 1]
+    print(_error_line("waves, TTFT p100, simulated", [r["simulated_error_pct"] for r in first]))
+    print(_error_line("waves, TTFT p100, closed form", [r["closed_form_error_pct"] for r in first]))
+    print(_error_line("waves, end (out 17, 65), simulated", [r["simulated_error_pct"] for r in counted
+                                                            if r["output_len"] > 1]))
+    print("goal (issue 32): TTFT median |error| <= 25 %, >= 80 % of points within 30 %")
+    print()
+
+
 def print_reference_box():
     # 0.28.0 is the release the reference team ran (TP8 of MiniMax-M2.5 crashed on its FP8 block size);
     # from 0.29.0 vLLM refines the block and more plans load.
@@ -87,6 +111,7 @@ def print_reference_box():
 def main():
     print_points()
     print_h200()
+    print_h200_waves()
     print_reference_box()
 
 

@@ -167,6 +167,59 @@ def _h200_model_rows(name, entry, input_len):
     return rows
 
 
+# vLLM 0.24's LLM class on a GPU of 70 GiB and more (UsageContext.LLM_CLASS): the recording's step budget.
+H200_LLM_BATCHED_TOKENS = 16384
+
+
+def h200_waves():
+    """Whole waves of the H200 recordings, left out of the step model's fit: ``B`` prompts of 256 tokens given
+    to LLM.generate at once, with 1, 17 or 65 output tokens (T1 is when the wave's last first token comes, its
+    TTFT p100; T17 and T65 when the wave ends), and 8 prompts of 2048. Predicted by the scheduler simulation
+    (vllm_sched: the prompts prefilled in 16384-token steps, then decoded together) and, for T1, by the closed
+    form's last request of a wave (vllm_perf.level's ttft_p99, less its request overhead: offline has none)."""
+    path = os.path.join(PERF_FIXTURES, "h200-vllm-0.24.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        recording = json.load(handle)
+    input_len = recording.get("input_len") or 256
+    rows = []
+    for name, entry in sorted((recording.get("models") or {}).items()):
+        if entry.get("returncode") != 0 or not entry.get("config"):
+            continue
+        step = h200_step_model(name, entry)
+        derived = entry.get("derived") or {}
+        for run in derived.get("decode") or []:
+            for output_len, key in ((1, "T1_s"), (17, "T17_s"), (65, "T65_s")):
+                rows.append(_wave_row(name, step, run["B"], input_len, output_len, run[key] * 1e3))
+        large = derived.get("prefill_large")
+        if large:
+            rows.append(_wave_row(name, step, large["B"], large["input_len"], 1, large["ms"]))
+    return rows
+
+
+def _wave_row(name, step, batch, input_len, output_len, measured_ms):
+    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_perf, vllm_sched
+    limits = {"max_num_seqs": 256, "max_num_batched_tokens": H200_LLM_BATCHED_TOKENS}
+    workload = {"input_len": input_len, "output_len": output_len, "requests_per_level": batch}
+    count, dummy, dummy2, cap, busy = vllm_sched.level_traffic(workload, 1, concurrency=batch)
+    clients = vllm_sched.Traffic([(input_len, output_len)] * count, [0.0] * count, cap, 0, 0.0)
+    engine = vllm_sched.Engine(limits, 10 ** 7, False)
+    seconds, dummy3 = vllm_sched.run_engine(engine, clients, vllm_sched.StepCosts(step, busy))
+    simulated = (max(r.first_token for r in clients.requests) if output_len == 1 else seconds) * 1e3
+    closed_form = None
+    if output_len == 1:
+        level = vllm_perf.level(step, batch, 1, dict(workload, concurrency=[batch]), batch, limits)
+        closed_form = level["ttft_p99_ms"] - vllm_perf.REQUEST_OVERHEAD_MS
+    return {"model": name, "batch": batch, "input_len": input_len, "output_len": output_len,
+            "measured_ms": measured_ms, "simulated_ms": simulated,
+            "simulated_error_pct": round((simulated - measured_ms) / measured_ms * 100.0, 1),
+            "closed_form_ms": closed_form,
+            "closed_form_error_pct": round((closed_form - measured_ms) / measured_ms * 100.0, 1) if closed_form else None,
+            # Every wave prefills at least 256 tokens of one prompt: they all route alike too.
+            "not_counted": ROUTING_COLLAPSED.get(name)}
+
+
 def load_model_config_from_dict(config, hf_quant_config=None):
     """A recorded config.json (and hf_quant_config.json) normalised as load_model_config does."""
     import tempfile
