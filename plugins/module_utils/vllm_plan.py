@@ -696,7 +696,7 @@ def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization
 
 def evaluate_plan_for(model, plan, inputs, gpu_name=None, link=None, measured_allreduce_us=None):
     """Evaluate one configured plan with the inputs ``plan_model`` settled on
-    (PlanError names a bad field of ``plan``)."""
+    (PlanError names a bad field of ``plan``); the plan a deployment gets, so with the scheduler simulation."""
     wanted = check_plan_fields(plan)
     settled = dict(inputs)
     spec_name, spec = gpu_spec(gpu_name or inputs.get("gpu_name"), inputs.get("device_spec"))
@@ -707,7 +707,7 @@ def evaluate_plan_for(model, plan, inputs, gpu_name=None, link=None, measured_al
         settled.setdefault(key, default)
     if not settled.get("internode_link"):
         settled["internode_link"] = check_internode_link(None)
-    return evaluate_plan(model, wanted, settled)
+    return evaluate_plan(model, wanted, settled, simulate=True)
 
 
 def check_visible_devices(devices, host_gpus):

@@ -572,3 +572,12 @@ def test_a_bench_workloads_unset_cap_count_and_slo_read_as_vllm_bench_reads_them
     assert "max_concurrency" not in settled and "requests_per_level" not in settled
     assert settled["goodput"] == {}
     assert result["recommended"]["estimate"]["max_sustainable_rate"] is None
+
+
+def test_the_configured_plan_a_deployment_gets_is_simulated():
+    model = load("meta-llama--Meta-Llama-3.1-70B")
+    result = plan_model(model, 8, None, "0.32.0", max_model_len=4096,
+                        workload={"input_len": 100, "output_len": 50, "concurrency": [2, 6], "request_rate": [1]})
+    selected = evaluate_plan_for(model, {"tp": 2, "pp": 2}, result["inputs"])
+    assert selected["estimate"]["ttft_model"] == "scheduler simulation"
+    assert [level["request_rate"] for level in selected["estimate"]["rate_levels"]] == [1.0]
