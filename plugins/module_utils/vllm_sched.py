@@ -197,7 +197,8 @@ class Engine(object):
                 break
             chunks.append((request, new))
             budget -= new
-        return chunks, budget, preempted
+        # A preemption for a later prompt may have taken one scheduled before it (the last admitted goes first).
+        return [(request, new) for request, new in chunks if request in self.running], budget, preempted
 
     def _admit(self, budget, chunks):
         while self.waiting and budget > 0 and len(self.running) < self.max_seqs:

@@ -205,7 +205,9 @@ def test_an_open_loop_level_sends_on_schedule_whatever_is_in_flight(server):
     figures = vllm_bench.arrival_figures(records, 25)
     assert figures["sent"] == 25 and all(record["ok"] for record in records)
     assert figures["offered_rate"] == pytest.approx(24 / (offsets[-1] - offsets[0]), rel=0.15)
-    assert figures["lag_ms_p99"] < 50
+    # A client that waited for answers would fall seconds behind (25 answers of ~200 ms against 20 ms gaps); a
+    # loaded 2-core machine delays a send by tens of ms (57 ms seen beside two pytest workers): below one answer.
+    assert figures["lag_ms_p99"] < 150
     assert _StreamingHandler.most_in_flight >= 4
     assert wall >= offsets[-1]
 
