@@ -555,8 +555,8 @@ def check_traffic(workload):
     for key, upper in (("max_concurrency", MAX_CONCURRENCY), ("requests_per_level", MAX_LEVEL_REQUESTS)):
         if workload.get(key) is not None:
             check_count("workload." + key, workload[key], upper)
-    if workload.get("prefix_len") is not None and not (_is_int(workload["prefix_len"]) and
-                                                      0 <= workload["prefix_len"] <= MAX_WORKLOAD_TOKENS):
+    prefix = workload.get("prefix_len")
+    if prefix is not None and not (_is_int(prefix) and 0 <= prefix <= MAX_WORKLOAD_TOKENS):
         raise PlanError("workload.prefix_len must be an integer from 0 to %d, got %r"
                         % (MAX_WORKLOAD_TOKENS, workload["prefix_len"]))
     ratio = workload.get("range_ratio", 0.0)
