@@ -399,12 +399,13 @@ def engine_share(count, engines):
     return int(math.ceil(count / float(engines)))
 
 
-def level_traffic(workload, engines, concurrency=None, rate=None):
+def level_traffic(workload, engines, concurrency=None, rate=None, waves=4):
     """What one of ``engines`` data-parallel engines receives: (requests, offsets' rate and burstiness, cap,
-    engines busy). vLLM spreads requests over its engines; a round robin of gamma(k) arrivals gives each of
-    ``n`` engines gamma(n k) arrivals at 1/n of the rate."""
+    engines busy). A closed loop sends ``waves`` x its clients (vllm_bench's default: 4, at least 8) unless
+    ``requests_per_level`` says. vLLM spreads requests over its engines; a round robin of gamma(k) arrivals gives
+    each of ``n`` engines gamma(n k) arrivals at 1/n of the rate."""
     if concurrency is not None:
-        count = workload.get("requests_per_level") or max(8, 4 * concurrency)
+        count = workload.get("requests_per_level") or max(8, waves * concurrency)
         busy = min(concurrency, engines)
         return engine_share(count, busy), traffic.INF, traffic.INF, engine_share(concurrency, busy), busy
     count = traffic.requests_for_rate(rate, workload.get("requests_per_level") or 0, workload.get("duration"),
@@ -415,10 +416,11 @@ def level_traffic(workload, engines, concurrency=None, rate=None):
             engine_share(cap, engines) if cap else None, engines)
 
 
-def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None, rate=None, slo=None, seed=0):
+def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None, rate=None, slo=None, seed=0,
+                   waves=4):
     """The figures of one level, closed loop (``concurrency``) or open loop (``rate``, requests/s or inf), as
     vllm_bench reports a level: p50/p90/p99 of TTFT, TPOT and E2E, request and output throughput, goodput."""
-    count, engine_rate, burstiness, cap, busy = level_traffic(workload, engines, concurrency, rate)
+    count, engine_rate, burstiness, cap, busy = level_traffic(workload, engines, concurrency, rate, waves)
     rng = random.Random(seed)
     inputs, outputs = traffic.sample_lengths(count, workload["input_len"], workload["output_len"],
                                              workload.get("range_ratio") or 0.0, rng)
@@ -479,6 +481,9 @@ def level_figures(requests, seconds, engines, preemptions, dropped, slo, concurr
 # ---------------------------------------------------------------------------
 # Rates tried between the workload's own when looking for the max sustainable rate (bisection).
 SEARCH_STEPS = 4
+# Rounds of its clients' requests the planner simulates of a closed-loop level: with fixed lengths every wave
+# after the first repeats it, and past the KV capacity two rounds reach the steady state; vllm_bench sends four.
+PLANNER_WAVES = 2
 
 
 def refine_estimate(estimate, step, limits, kv_tokens, workload, engines, constraints):
@@ -490,7 +495,7 @@ def refine_estimate(estimate, step, limits, kv_tokens, workload, engines, constr
     for figures in estimate["levels"]:
         if figures["running"]:
             _overlay(figures, simulate_level(step, limits, kv_tokens, workload, engines,
-                                             concurrency=figures["concurrency"], slo=slo), step)
+                                             concurrency=figures["concurrency"], slo=slo, waves=PLANNER_WAVES), step)
     estimate["peak_output_tokens_per_s"], estimate["saturation_concurrency"] = summarize_levels(
         estimate["levels"], constraints)
     if workload.get("request_rate"):
