@@ -72,9 +72,10 @@ stage_bench() {
 # not change at 23% of its baseline (a neighbour's sweep landed on the gate's), which the gate rightly fails.
 # GAUNTLET_MOLECULE_LANES: phases separated by '|', lanes by ':', scenarios by spaces ("a b|c" runs a then b,
 # then c: no lanes). A scenario no lane names joins the first lane, so a new scenario always runs.
-# The two lanes hold about the same minutes (in lanes, CI of 2026-12-05: vllm_service 880 and deploy 584 s;
-# gauntlet 900 and multinode 690 s). model_fetch (86 s) runs beside the fleet: it starts no vLLM server and is
-# done long before the fleet's first rollout and gate sweep.
+# The two lanes hold about the same minutes (in lanes, CI of 2026-12-05: vllm_service 898 and deploy 614 s;
+# gauntlet 901 and multinode 687 s). model_fetch (100 s) runs beside the fleet: it starts no vLLM server and is
+# done long before the fleet's first rollout and gate sweep. It slowed the fleet's prepare by about 30 s there
+# (3:16 against 2:42 alone); in the first lane it would make that lane the longer (1612 s against 1588 s).
 GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-vllm_service deploy:gauntlet multinode|fleet:model_fetch}"
 
 run_scenario() {  # run_scenario NAME: molecule test into NAME's log, then print the log whole and its time
