@@ -222,16 +222,21 @@ def _wave_row(name, step, batch, input_len, output_len, measured_ms):
 
 def load_model_config_from_dict(config, hf_quant_config=None):
     """A recorded config.json (and hf_quant_config.json) normalised as load_model_config does."""
+    import shutil
     import tempfile
     folder = tempfile.mkdtemp(prefix="perf-model-")
-    with open(os.path.join(folder, "config.json"), "w") as handle:
-        json.dump(config, handle)
-    sidecar = None
-    if hf_quant_config:
-        sidecar = os.path.join(folder, "hf_quant_config.json")
-        with open(sidecar, "w") as handle:
-            json.dump(hf_quant_config, handle)
-    return load_model_config(os.path.join(folder, "config.json"), hf_quant_path=sidecar, discover_hf_quant=False)
+    try:
+        with open(os.path.join(folder, "config.json"), "w") as handle:
+            json.dump(config, handle)
+        sidecar = None
+        if hf_quant_config:
+            sidecar = os.path.join(folder, "hf_quant_config.json")
+            with open(sidecar, "w") as handle:
+                json.dump(hf_quant_config, handle)
+        return load_model_config(os.path.join(folder, "config.json"), hf_quant_path=sidecar, discover_hf_quant=False)
+    finally:
+        # One folder per call otherwise stays in /tmp (a few hundred after a day of benchmarks).
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 REFERENCE_MODELS = ("moonshotai--Kimi-K2.5", "nvidia--Kimi-K2.5-NVFP4", "MiniMaxAI--MiniMax-M2.5")
