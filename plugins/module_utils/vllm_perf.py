@@ -432,26 +432,11 @@ class StepModel(object):
         """What one prompt adds to a decode step of ``batch`` sequences when chunked prefill runs it alongside
         (vLLM's default): the weights are read for the decodes anyway, so the prompt costs its extra matrix work,
         its extra experts, its attention and its share of the all-reduces."""
-        extra = 0.0
-        for index, stage in enumerate(self.stages):
-            last = index == len(self.stages) - 1
-            with_prompt = self._weights_s(stage, batch + prompt_len, batch + 1 if last else 0, engines)
-            without = self._weights_s(stage, batch, batch if last else 0, engines)
-            _memory, compute = self._attention_s(stage, prompt_len, prompt_len / 2.0)
-            extra += (with_prompt - without) + compute
-            extra += self.comm_s(stage, batch + prompt_len, engines) - self.comm_s(stage, batch, engines)
-        return extra * self._stretch(engines) * self.ratio_prefill
+        return self._chunk_in_step_s(batch, prompt_len, prompt_len / 2.0, 1, engines)
 
-    def mixed_step_s(self, decodes, decode_context, tokens, context, prompts, engines=1):
-        """One step as vLLM's scheduler builds it: ``decodes`` sequences of ``decode_context`` tokens decoding one
-        token each, and ``tokens`` prompt tokens (chunks of ``prompts`` prompts, attending to ``context`` tokens
-        each on average) prefilled in the same forward pass. Without decodes it is a prefill step alone."""
-        if not tokens:
-            base, growth = self.decode_parts(decodes, decode_context, engines)
-            return self.ratio_base * base + self.ratio_growth * growth
-        if not decodes:
-            return self._chunk_alone_s(tokens, context, prompts, engines) * self.ratio_prefill
-        base, growth = self.decode_parts(decodes, decode_context, engines)
+    def _chunk_in_step_s(self, decodes, tokens, context, prompts, engines):
+        """What ``tokens`` prompt tokens (``prompts`` prompts attending to ``context`` tokens each) add to a decode
+        step of ``decodes`` sequences (prefill_in_step_s for a chunk)."""
         extra = 0.0
         for index, stage in enumerate(self.stages):
             last = index == len(self.stages) - 1
@@ -460,8 +445,17 @@ class StepModel(object):
             _memory, compute = self._attention_s(stage, tokens, context)
             extra += (with_chunk - without) + compute
             extra += self.comm_s(stage, decodes + tokens, engines) - self.comm_s(stage, decodes, engines)
-        return (self.ratio_base * base + self.ratio_growth * growth
-                + extra * self._stretch(engines) * self.ratio_prefill)
+        return extra * self._stretch(engines) * self.ratio_prefill
+
+    def mixed_step_s(self, decodes, decode_context, tokens, context, prompts, engines=1):
+        """One step as vLLM's scheduler builds it: ``decodes`` sequences of ``decode_context`` tokens decoding one
+        token each, and ``tokens`` prompt tokens (chunks of ``prompts`` prompts, attending to ``context`` tokens
+        each on average) prefilled in the same forward pass. Without decodes it is a prefill step alone."""
+        if tokens and not decodes:
+            return self._chunk_alone_s(tokens, context, prompts, engines) * self.ratio_prefill
+        base, growth = self.decode_parts(decodes, decode_context, engines)
+        step = self.ratio_base * base + self.ratio_growth * growth
+        return step + self._chunk_in_step_s(decodes, tokens, context, prompts, engines) if tokens else step
 
     def _chunk_alone_s(self, tokens, context, prompts, engines):
         total = self._fixed_s(prompts) + self._dp_sync_s()
