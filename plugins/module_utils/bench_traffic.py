@@ -44,6 +44,8 @@ SEARCH_RESOLUTION = 0.02
 # Open-loop levels without requests_per_level or duration send this many seconds of arrivals.
 DEFAULT_RATE_LEVEL_S = 10.0
 MIN_RATE_LEVEL_REQUESTS = 16
+# An open-loop level's prompts are built before it starts: a rate of millions per second would build them for ever.
+MAX_LEVEL_REQUESTS = 100000
 
 
 class DatasetError(ValueError):
@@ -87,6 +89,41 @@ def summarize_ms(values):
         "p90": round(percentile(values, 90) * 1000, 3),
         "p99": round(percentile(values, 99) * 1000, 3),
     }
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def rate_problems(rates, requests_per_level, duration, max_concurrency, name="request_rate",
+                  hint="set requests_per_level or duration"):
+    """Problems of open-loop rates, each naming ``name[i]``: a rate that is not above 0 or ``inf``, or one whose
+    level would build more than MAX_LEVEL_REQUESTS requests (``hint`` says what to set instead)."""
+    problems = []
+    for index, rate in enumerate(rates):
+        try:
+            count = requests_for_rate(parse_rate(rate), requests_per_level or 0, duration, max_concurrency or 0)
+        except (ValueError, TypeError) as exc:
+            problems.append("%s[%d]: %s" % (name, index, exc))
+            continue
+        if count > MAX_LEVEL_REQUESTS:
+            problems.append("%s[%d]: %s makes a level of %d requests, more than %d; %s"
+                            % (name, index, rate, count, MAX_LEVEL_REQUESTS, hint))
+    return problems
+
+
+def mix_problems(range_ratio, goodput, prefix=""):
+    """Problems of the length mix (``range_ratio`` in [0, 1)) and the goodput SLO (``ttft_ms``, ``tpot_ms``,
+    ``e2el_ms``, each milliseconds above 0 or None for no limit), each naming ``prefix`` + the field."""
+    problems = []
+    if not (_is_number(range_ratio) and 0 <= range_ratio < 1):
+        problems.append("%srange_ratio must be at least 0 and below 1 (got %s)" % (prefix, range_ratio))
+    for key, value in sorted((goodput or {}).items()):
+        if key not in [name for name, dummy in SLO_METRICS]:
+            problems.append("%sgoodput.%s is not an SLO (ttft_ms, tpot_ms or e2el_ms)" % (prefix, key))
+        elif value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
+            problems.append("%sgoodput.%s must be a number of milliseconds above 0 (got %s)" % (prefix, key, value))
+    return problems
 
 
 def rate_label(rate):

@@ -355,8 +355,6 @@ INT_MINIMUMS = (("requests_per_level", 0), ("input_len", 1), ("output_len", 1), 
                 ("reserved_token_ids", 0), ("vocab_size", 1), ("prefix_len", 0), ("max_concurrency", 0),
                 ("rate_search_steps", 0))
 MAX_SEARCH_STEPS = 20
-# An open-loop level's prompts are built before it starts: a rate of millions per second would build them for ever.
-MAX_LEVEL_REQUESTS = 100000
 
 
 def _is_number(value):
@@ -375,16 +373,7 @@ def level_problems(params):
         problems.append("concurrency must be a list of levels of 1 or more (got %s)" % (levels,))
     duration = params.get("duration") or 0
     duration = duration if _is_number(duration) and math.isfinite(duration) and duration > 0 else 0
-    for index, rate in enumerate(rates):
-        try:
-            count = traffic.requests_for_rate(traffic.parse_rate(rate), params.get("requests_per_level") or 0,
-                                              duration, params.get("max_concurrency") or 0)
-        except (ValueError, TypeError) as exc:
-            problems.append("request_rate[%d]: %s" % (index, exc))
-            continue
-        if count > MAX_LEVEL_REQUESTS:
-            problems.append("request_rate[%d]: %s makes a level of %d requests, more than %d; set requests_per_level "
-                            "or duration" % (index, rate, count, MAX_LEVEL_REQUESTS))
+    problems += traffic.rate_problems(rates, params.get("requests_per_level"), duration, params.get("max_concurrency"))
     burstiness = params.get("burstiness", 1.0)
     if not (_is_number(burstiness) and burstiness > 0):
         problems.append("burstiness must be above 0 (1 is Poisson; got %s)" % (burstiness,))
@@ -399,20 +388,12 @@ def level_problems(params):
 
 def traffic_problems(params):
     """Problems of the length mix, the dataset and the goodput SLO."""
-    problems = []
-    ratio = params.get("range_ratio", 0.0)
-    if not (_is_number(ratio) and 0 <= ratio < 1):
-        problems.append("range_ratio must be at least 0 and below 1 (got %s)" % (ratio,))
+    problems = traffic.mix_problems(params.get("range_ratio", 0.0), params.get("goodput"))
     dataset = params.get("dataset") or {}
     if dataset.get("type", "random") not in ("random", "custom"):
         problems.append("dataset.type must be random or custom (got '%s')" % dataset.get("type"))
     if dataset.get("type") == "custom" and not dataset.get("path"):
         problems.append("dataset.path is required for dataset.type custom (a JSONL file on this host)")
-    for key, value in sorted((params.get("goodput") or {}).items()):
-        if key not in [name for name, dummy in traffic.SLO_METRICS]:
-            problems.append("goodput.%s is not an SLO (ttft_ms, tpot_ms or e2el_ms)" % key)
-        elif value is not None and not (_is_number(value) and math.isfinite(value) and value > 0):
-            problems.append("goodput.%s must be a number of milliseconds above 0 (got %s)" % (key, value))
     return problems
 
 

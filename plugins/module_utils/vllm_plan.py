@@ -81,9 +81,6 @@ WORKLOAD_KEYS = ("input_len", "output_len", "concurrency", "max_num_seqs", "max_
                  # Real traffic, named as vllm_bench (and vllm bench serve) name it.
                  "request_rate", "burstiness", "range_ratio", "prefix_len", "max_concurrency", "requests_per_level",
                  "goodput")
-SLO_KEYS = tuple(key for key, dummy in traffic.SLO_METRICS)
-# A simulated level of more requests than vllm_bench would send (MAX_LEVEL_REQUESTS) is a typo'd rate.
-MAX_LEVEL_REQUESTS = 100000
 # Plans whose estimate the scheduler simulation refines: the leaders by the closed form, again after each
 # refinement reorders them (a wave's TTFT can drop a leader below a TTFT bound).
 SIMULATED_PLANS = 3
@@ -552,16 +549,13 @@ def check_workload(workload):
 
 def check_traffic(workload):
     """The open-loop rates, length mix, prefix and SLO of a workload, checked as vllm_bench checks them."""
-    for key, upper in (("max_concurrency", MAX_CONCURRENCY), ("requests_per_level", MAX_LEVEL_REQUESTS)):
+    for key, upper in (("max_concurrency", MAX_CONCURRENCY), ("requests_per_level", traffic.MAX_LEVEL_REQUESTS)):
         if workload.get(key) is not None:
             check_count("workload." + key, workload[key], upper)
     prefix = workload.get("prefix_len")
     if prefix is not None and not (_is_int(prefix) and 0 <= prefix <= MAX_WORKLOAD_TOKENS):
         raise PlanError("workload.prefix_len must be an integer from 0 to %d, got %r"
                         % (MAX_WORKLOAD_TOKENS, workload["prefix_len"]))
-    ratio = workload.get("range_ratio", 0.0)
-    if not (_is_number(ratio) and 0 <= ratio < 1):
-        raise PlanError("workload.range_ratio must be at least 0 and below 1, got %r" % (ratio,))
     burstiness = workload.get("burstiness", 1.0)
     if not (_is_number(burstiness) and burstiness > 0):
         raise PlanError("workload.burstiness must be a number above 0 (1 is Poisson), got %r" % (burstiness,))
@@ -569,11 +563,10 @@ def check_traffic(workload):
     goodput = workload.get("goodput") or {}
     if not isinstance(goodput, dict):
         raise PlanError("workload.goodput must be a dict of SLOs ({ttft_ms, tpot_ms, e2el_ms}), got %r" % (goodput,))
-    for key, value in sorted(goodput.items()):
-        if key not in SLO_KEYS:
-            raise PlanError("workload.goodput.%s is not an SLO (%s)" % (key, ", ".join(SLO_KEYS)))
-        if not (_is_number(value) and value > 0):
-            raise PlanError("workload.goodput.%s must be a number of milliseconds above 0, got %r" % (key, value))
+    # The same checks as vllm_bench's, so a workload the bench takes is one the planner takes.
+    problems = traffic.mix_problems(workload.get("range_ratio", 0.0), goodput, prefix="workload.")
+    if problems:
+        raise PlanError(problems[0])
 
 
 def _check_rates(workload):
@@ -583,16 +576,10 @@ def _check_rates(workload):
     if not isinstance(rates, (list, tuple)) or not rates or len(rates) > MAX_LEVELS:
         raise PlanError("workload.request_rate must be a list of 1 to %d rates (requests/s or 'inf'), got %r"
                         % (MAX_LEVELS, rates))
-    for index, rate in enumerate(rates):
-        try:
-            parsed = traffic.parse_rate(rate)
-        except ValueError as exc:
-            raise PlanError("workload.request_rate[%d]: %s" % (index, exc))
-        count = traffic.requests_for_rate(parsed, workload.get("requests_per_level") or 0, None,
-                                          workload.get("max_concurrency"))
-        if count > MAX_LEVEL_REQUESTS:
-            raise PlanError("workload.request_rate[%d]: %s makes a level of %d requests, more than %d; set "
-                            "workload.requests_per_level" % (index, rate, count, MAX_LEVEL_REQUESTS))
+    problems = traffic.rate_problems(rates, workload.get("requests_per_level"), None, workload.get("max_concurrency"),
+                                     name="workload.request_rate", hint="set workload.requests_per_level")
+    if problems:
+        raise PlanError(problems[0])
 
 
 def check_constraints(ttft_p99_ms=None, min_user_tokens_per_s=None):
