@@ -43,7 +43,6 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import (
     summarize_levels,
 )
 
-INF = float("inf")
 # Steps of one level at most: a level this long is saturated past any SLO, and the planner stays fast.
 MAX_EVENTS = 200000
 
@@ -272,7 +271,7 @@ class Engine(object):
             seats = False  # the head of the queue waits for room, which only a completion frees
         steps = max(1, self.finishing[0][0] - self.step) if self.finishing else 1
         steps = min(steps, (self.capacity - self.used()) // self.decodes)
-        if seats and next_visible < INF:
+        if seats and next_visible < traffic.INF:
             steps = min(steps, max(1, int(math.ceil((next_visible - now) / seconds_of(steps)))))
         return steps if steps >= 2 else 0
 
@@ -309,7 +308,7 @@ class Traffic(object):
 
     def next_visible(self):
         """When the engine next sees a request that is not in its queue yet (INF: only after a completion)."""
-        upcoming = self.unseen[0].visible if self.unseen else INF
+        upcoming = self.unseen[0].visible if self.unseen else traffic.INF
         if self.sent < len(self.lengths) and (self.slots is None or self.slots):
             slot = self.slots[0] if self.slots else 0.0
             upcoming = min(upcoming, max(self.offsets[self.sent], slot) + self.overhead)
@@ -329,10 +328,10 @@ class Traffic(object):
         return self.sent >= len(self.lengths) and not self.unseen
 
 
-def _finish(traffic, finished, now):
+def _finish(clients, finished, now):
     for request in finished:
         request.done = now
-        traffic.finished(now)
+        clients.finished(now)
 
 
 def _chunk_seconds(engine, costs, chunks):
@@ -359,36 +358,36 @@ def _one_step(engine, costs, chunks, now):
     return now, finished
 
 
-def run_engine(engine, traffic, costs):
-    """Run the engine until every request is done or dropped; returns (seconds, requests dropped)."""
-    now, dropped, events = 0.0, [], 0
-    while not traffic.done() or engine.running or engine.waiting:
+def run_engine(engine, clients, costs):
+    """Run the engine until every request is done or dropped (a level's failures); returns its seconds."""
+    now, events = 0.0, 0
+    while not clients.done() or engine.running or engine.waiting:
         events += 1
         if events > MAX_EVENTS:
             break
-        traffic.release(now, engine)
+        clients.release(now, engine)
         if not engine.running and not engine.waiting:
-            now = max(now, traffic.next_visible())
+            now = max(now, clients.next_visible())
             continue
         context = engine.decode_context()
-        steps = engine.quiet_steps(traffic.next_visible(), now,
+        steps = engine.quiet_steps(clients.next_visible(), now,
                                    lambda k: costs.seconds(engine.decodes, context + k / 2.0, 0, 0, 0))
         if steps:
             seconds = steps * costs.seconds(engine.decodes, context + steps / 2.0, 0, 0, 0)
             engine.decode_clock += seconds
             engine.decode_share = 1.0
             now += seconds
-            _finish(traffic, engine.advance([], steps)[1], now)
+            _finish(clients, engine.advance([], steps)[1], now)
             continue
         chunks = engine.schedule()
         if chunks or engine.decodes:
             now, finished = _one_step(engine, costs, chunks, now)
-            _finish(traffic, finished, now)
+            _finish(clients, finished, now)
         elif not engine.running:
             # Alone, it still finds no room: the KV cache cannot hold it (vLLM refuses such a request).
-            dropped.append(engine.waiting.popleft())
-            traffic.finished(now)
-    return now, dropped
+            engine.waiting.popleft()
+            clients.finished(now)
+    return now
 
 
 # ---------------------------------------------------------------------------
@@ -428,9 +427,8 @@ def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None,
     overhead = REQUEST_OVERHEAD_MS * 1e-3 + step.extra_overhead_s
     clients = Traffic(list(zip(inputs, outputs)), offsets, cap, workload.get("prefix_len") or 0, overhead)
     engine = Engine(limits, kv_tokens, prefix_cached=bool(workload.get("prefix_len")))
-    seconds, dropped = run_engine(engine, clients, StepCosts(step, busy))
-    return level_figures(clients.requests, seconds, busy, engine.preemptions, len(dropped), slo,
-                         concurrency=concurrency, rate=rate)
+    seconds = run_engine(engine, clients, StepCosts(step, busy))
+    return level_figures(clients.requests, seconds, busy, engine.preemptions, slo, concurrency=concurrency, rate=rate)
 
 
 def _median_wait(done):
@@ -444,7 +442,7 @@ def _median_wait(done):
     return {"decode": round(decode * 1e3, 3), "prefill": round(prefill * 1e3, 3)}
 
 
-def level_figures(requests, seconds, engines, preemptions, dropped, slo, concurrency=None, rate=None):
+def level_figures(requests, seconds, engines, preemptions, slo, concurrency=None, rate=None):
     done = [request for request in requests if request.done is not None]
     records = [{"ttft": request.first_token - request.arrival, "latency": request.done - request.arrival,
                 "completion_tokens": request.output} for request in done]

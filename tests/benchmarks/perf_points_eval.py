@@ -205,7 +205,7 @@ def _wave_row(name, step, batch, input_len, output_len, measured_ms):
     count, dummy, dummy2, cap, busy = vllm_sched.level_traffic(workload, 1, concurrency=batch)
     clients = vllm_sched.Traffic([(input_len, output_len)] * count, [0.0] * count, cap, 0, 0.0)
     engine = vllm_sched.Engine(limits, 10 ** 7, False)
-    seconds, dummy3 = vllm_sched.run_engine(engine, clients, vllm_sched.StepCosts(step, busy))
+    seconds = vllm_sched.run_engine(engine, clients, vllm_sched.StepCosts(step, busy))
     simulated = (max(r.first_token for r in clients.requests) if output_len == 1 else seconds) * 1e3
     closed_form = None
     if output_len == 1:
