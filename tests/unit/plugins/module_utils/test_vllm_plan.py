@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, enumerate_plans, plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_plan
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "model_configs")
 CONFIGS = sorted(f[:-5] for f in os.listdir(FIXTURES) if f.endswith(".json") and not f.endswith("_hf_quant.json"))
@@ -223,7 +224,10 @@ def test_every_config_on_every_gpu_count(name, gpus):
             assert result["recommended"]["valid"] and result["recommended"]["fits"]
 
 
-def test_no_valid_plan_breaks_a_rule_on_random_models():
+def test_no_valid_plan_breaks_a_rule_on_random_models(monkeypatch):
+    # Validity only: the scheduler simulation of the leading plans changes no plan's validity, and it was 85% of
+    # this test's 29 s.
+    monkeypatch.setattr(vllm_plan, "simulate_contenders", lambda model, results, settled: results)
     rng = random.Random(20261202)
     base = load("MiniMaxAI--MiniMax-M2.5")
     for _case in range(200):
