@@ -461,8 +461,9 @@ slo:
 max_sustainable_rate:
   description:
     - The highest target request rate whose open-loop level met the O(goodput) SLO (every request completed, each p99
-      within its limit); for an V(inf) level, its achieved rate. Null without an SLO, without open-loop levels, or when
-      no level met it.
+      within its limit); for an V(inf) level, its achieved rate, but only when no finite rate missed the SLO (beside
+      one that did, a burst that met it says nothing about a sustained rate). Null without an SLO, without open-loop
+      levels, or when no level met it.
   returned: always
   type: float
 max_sustainable_rate_reason:

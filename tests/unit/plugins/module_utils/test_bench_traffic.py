@@ -206,6 +206,17 @@ def test_an_inf_level_that_met_the_slo_gives_its_achieved_rate():
     assert rate == 37.5 and "rate inf" in how
 
 
+def test_an_inf_burst_that_met_the_slo_beside_a_finite_rate_that_missed_it_is_no_sustained_rate():
+    # The H100 recording of Llama-3.1-8B (tests/unit/fixtures/perf/h100-serve-0.24.json): 16 requests at once met
+    # the SLO at 11.8 req/s achieved, 28 req/s met it, 40 and 64 did not.
+    levels = ladder((4.0, True), (16.0, True), (64.0, False), (40.0, False), (28.0, True))
+    levels.append(dict(level(rate="inf", throughput=11.8), slo_met=True))
+    rate, how = traffic.max_sustainable(levels, {"ttft_ms": 500})
+    assert rate == 28.0 and "the next above, 40 req/s, did not" in how
+    rate, why = traffic.max_sustainable(ladder((4.0, False)) + [dict(level(rate="inf"), slo_met=True)], {"ttft_ms": 500})
+    assert rate is None and why.startswith("no finite level met the SLO; the lowest, 4 req/s, missed it")
+
+
 def test_the_search_bisects_between_the_last_rate_met_and_the_first_missed():
     slo = {"ttft_ms": 500}
     assert traffic.next_search_rate(ladder((2.0, True), (4.0, False), (8.0, False)), slo) == 3.0

@@ -209,7 +209,7 @@ def open_loop_sweep(closed=(), slo="default", scale=1.0):
     if not slo:
         rate, reason = None, "no SLO given (goodput): nothing to sustain"
     elif [level for level in met if level["request_rate"] == "inf"]:
-        rate, reason = 7.0, "every request sent at once (rate inf) met the SLO: 7.000 req/s achieved"
+        rate, reason = 7.0, "every request sent at once (rate inf) met the SLO, and no finite rate missed it: 7.000 req/s achieved"
     else:
         rate = float(max(level["request_rate"] for level in met))
         reason = "the highest of 5 level(s) that met the SLO"
