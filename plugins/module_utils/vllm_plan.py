@@ -13,6 +13,7 @@ __metaclass__ = type
 import math
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_error_bands
 from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
@@ -490,6 +491,42 @@ def explain(ranked, objective):
     return "%s beats %s for %s: %s%s" % (best["name"], second["name"], objective, reason, detail)
 
 
+def close_call(ranked, objective, bands):
+    """The winner and the runner-up when their scores lie within each other's error band (the model's measured
+    error for the model's kind and the objective's figure, vllm_error_bands), else None: then the prediction cannot
+    tell them apart, and only measuring both can."""
+    usable = [r for r in ranked if _usable(r)][:2]
+    band = bands.get("%s_closed" % vllm_error_bands.OBJECTIVE_FIGURE[objective])
+    if len(usable) < 2 or band is None:
+        return None
+    best, second = usable
+    if not vllm_error_bands.too_close(best["score"], second["score"], band["pct"]):
+        return None
+    margin = (best["score"] - second["score"]) / second["score"] * 100.0 if second["score"] else 0.0
+    return {"winner": best["name"], "runner_up": second["name"],
+            "runner_up_plan": _plan_fields(second),
+            "margin_pct": round(margin, 1), "band_pct": band["pct"], "band_regime": band["regime"],
+            "band_points": band["points"]}
+
+
+def _plan_fields(result):
+    """The fields that configure ``result``'s plan (a deployment's ``plan``): ``nodes`` only above one node."""
+    fields = dict((key, result[key]) for key in PLAN_KEYS if key != "nodes")
+    if result.get("nodes", 1) > 1:
+        fields["nodes"] = result["nodes"]
+    return fields
+
+
+def close_call_text(close):
+    """The sentence ``why`` ends with when the call is too close ('' otherwise)."""
+    if not close:
+        return ""
+    return ("; too close to call: %s leads %s by %.1f %%, within the model's error band of +-%.1f %% (%s: %d%% of "
+            "%d validation points were within it), so measure both (the gauntlet does)" % (
+                close["winner"], close["runner_up"], close["margin_pct"], close["band_pct"], close["band_regime"],
+                int(vllm_error_bands.BAND_QUANTILE * 100), close["band_points"]))
+
+
 def _settle_memory(gpu_memory_gib, spec_name, spec):
     if gpu_memory_gib is not None:
         return gpu_memory_gib, "given"
@@ -668,12 +705,16 @@ def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization
     results = simulate_contenders(model, results, settled)
     ranked = sorted(results, key=_rank_key)
     best = ranked[0] if ranked and ranked[0]["valid"] and ranked[0]["fits"] and ranked[0]["meets_constraints"] else None
+    bands = vllm_error_bands.plan_bands(model)
+    close = close_call(ranked, settled["objective"], bands)
     return {
         "plans": results,
         "recommended": best,
         "objective": settled["objective"],
         "ranking": [r["name"] for r in ranked if r["valid"] and r["fits"] and r["meets_constraints"]],
-        "why": explain(ranked, settled["objective"]),
+        "why": explain(ranked, settled["objective"]) + close_call_text(close),
+        "error_bands": bands,
+        "too_close_to_call": close,
         "nodes_scaling": nodes_scaling(results, settled["objective"]) if settled["nodes"] > 1 else None,
         "version_warning": warnings[0] if warnings and warnings[0].startswith("vllm_version") else None,
         "warnings": warnings,

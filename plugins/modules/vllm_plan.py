@@ -585,10 +585,47 @@ ranking:
   elements: str
   sample: [TP8-EP, TP4-DP2-EP, TP4]
 why:
-  description: Why RV(recommended) beat the runner-up, with both figures.
+  description:
+    - Why RV(recommended) beat the runner-up, with both figures.
+    - When the two lie within each other's error band (RV(too_close_to_call)), it ends by saying the call is too close
+      to make, with the margin and the band.
   returned: always
   type: str
   sample: "TP8-EP beats TP4-DP2-EP for throughput: peak output tok/s 5210.3 against 4630.2 (peak at concurrency 256; ...)"
+error_bands:
+  description:
+    - The model's measured error for the model's kind (C(dense), or C(moe) with routed experts), the band each of its
+      predictions carries. C(ttft_closed), C(tpot_closed), C(throughput_closed) (closed-loop levels, and the
+      single-stream and peak figures) and C(ttft_open), C(tpot_open), C(throughput_open) (open-loop levels), each
+      C(pct) (that share, C(quantile), of the validation points were within +- it), C(median_pct) (the signed
+      median error: negative is predicted low), C(points) and C(regime) (the table row; C(any/...) pools the kinds
+      where a kind has too few points), or null where no validation data covers it.
+    - From measurements left out of every fit (real vLLM serving on an H100, the H200 waves); docs/perf-model.md
+      section 6 prints the table.
+  returned: always
+  type: dict
+  sample:
+    kind: moe
+    quantile: 0.8
+    throughput_closed: {pct: 11.9, median_pct: 7.0, points: 14, regime: moe/throughput/closed}
+    tpot_closed: {pct: 20.9, median_pct: 2.5, points: 8, regime: any/tpot/closed}
+too_close_to_call:
+  description:
+    - When RV(recommended) leads the runner-up by less than the error band of the O(objective)'s figure (its score
+      minus the band is no better than the runner-up's plus the band) - C(winner), C(runner_up), C(runner_up_plan)
+      (its C(tp), C(pp), C(dp), C(ep), and C(nodes) above one node: a deployment's O(plan)), C(margin_pct), C(band_pct),
+      C(band_regime) and C(band_points). Null when the lead is larger or only one plan is usable.
+    - The prediction cannot tell the two apart; the role gauntlet.vllm.vllm_gauntlet measures both.
+  returned: always
+  type: dict
+  sample:
+    winner: TP4-DP2
+    runner_up: TP8
+    runner_up_plan: {tp: 8, pp: 1, dp: 1, ep: false}
+    margin_pct: 9.4
+    band_pct: 11.9
+    band_regime: moe/throughput/closed
+    band_points: 14
 nodes_scaling:
   description:
     - Only with O(nodes) above 1 - the best usable plan on each node count (C(by_nodes), each with C(nodes), C(plan)

@@ -18,7 +18,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from perf_points_eval import evaluate_points, h200_recordings, h200_waves, reference_box  # noqa: E402  pylint: disable=wrong-import-position
+from perf_points_eval import (  # noqa: E402  pylint: disable=wrong-import-position
+    band_errors, error_band_table, evaluate_points, h200_recordings, h200_waves, reference_box, serve_recordings)
 
 
 def _error_line(label, errors):
@@ -90,6 +91,33 @@ def print_h200_waves():
     print()
 
 
+def print_serve():
+    rows = serve_recordings()
+    if not rows:
+        print("H100 serving: no recording in tests/unit/fixtures/perf/")
+        return
+    print("H100 serving, real vLLM 0.24 with dummy weights (left out of every fit): vllm_bench's closed and open loop "
+          "against the planner's simulation of the same workload (1024 in / 128 out)")
+    for row in rows:
+        print("%-14s %-6s %-16s %-20s measured %9.1f  predicted %9.1f  %+7.1f %%" % (
+            row["model"], row["loop"], row["level"], row["figure"], row["measured"], row["predicted"], row["error_pct"]))
+    for loop in ("closed", "open"):
+        for figure in ("ttft_ms", "tpot_ms"):
+            print(_error_line("%s loop, %s (p50 and p99)" % (loop, figure),
+                              [r["error_pct"] for r in rows if r["loop"] == loop and r["figure"].startswith(figure)]))
+    print("goal (issue 32): TTFT median |error| <= 25 %, TPOT median |error| <= 15 %, >= 80 % of points within 30 %")
+    print()
+
+
+def print_bands():
+    table = error_band_table()
+    print("Error bands (vllm_error_bands.ERROR_BANDS): %d validation errors, left out of every fit; pct is the 80th "
+          "percentile of |error|" % len(band_errors()))
+    for key, row in sorted(table.items()):
+        print("  %-26s +-%5.1f %%   median %+6.1f %%   %3d points" % (key, row["pct"], row["median_pct"], row["points"]))
+    print()
+
+
 def print_reference_box():
     # 0.28.0 is the release the reference team ran (TP8 of MiniMax-M2.5 crashed on its FP8 block size);
     # from 0.29.0 vLLM refines the block and more plans load.
@@ -112,6 +140,8 @@ def main():
     print_points()
     print_h200()
     print_h200_waves()
+    print_serve()
+    print_bands()
     print_reference_box()
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import time
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf_points import POINTS
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for, plan_model
@@ -254,3 +255,104 @@ def reference_box(objective="throughput", vllm_version="0.32.0"):
                             workload=REFERENCE_WORKLOAD)
         results.append((stem, result, time.perf_counter() - started))
     return results
+
+
+# The serving sweeps of tests/unit/fixtures/perf/h100-serve-0.24.json: vLLM 0.24.0 with its serving defaults on one
+# H100 (recorded by record_h200_serve.py), its workload as vllm_bench ran it.
+SERVE_GPU = "NVIDIA H100 80GB HBM3"
+SERVE_METRICS = (("ttft_ms", "median", "ttft_ms"), ("ttft_ms", "p99", "ttft_p99_ms"), ("tpot_ms", "median", "tpot_ms"),
+                 ("output_tokens_per_s", None, "output_tokens_per_s"))
+SERVE_RATE_METRICS = (("ttft_ms", "median"), ("ttft_ms", "p99"), ("tpot_ms", "median"), ("tpot_ms", "p99"))
+
+
+def serve_recordings():
+    """Closed- and open-loop levels of real vLLM serving, left out of every fit, against the planner's prediction for
+    the same plan (TP1), workload and rates (the scheduler simulation): one row per level and figure."""
+    path = os.path.join(PERF_FIXTURES, "h100-serve-0.24.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        recording = json.load(handle)
+    rows = []
+    for name, entry in sorted(recording["models"].items()):
+        rows.extend(_serve_model_rows(name, entry))
+    return rows
+
+
+def _serve_estimate(entry):
+    options, sweep = entry["sweep_options"], entry["sweep"]
+    model = load_model_config_from_dict(entry["config"])
+    workload = {"input_len": options["input_len"], "output_len": options["output_len"],
+                "concurrency": [level["concurrency"] for level in sweep["levels"]],
+                "request_rate": [level["request_rate"] for level in sweep["rate_levels"]],
+                "burstiness": options["burstiness"], "goodput": options["goodput"]}
+    max_len = int(entry["server_args"][entry["server_args"].index("--max-model-len") + 1])
+    inputs = plan_model(model, 1, None, "0.24.0", max_model_len=max_len, gpu_name=SERVE_GPU, workload=workload)["inputs"]
+    return model, evaluate_plan_for(model, {"tp": 1, "pp": 1, "dp": 1, "ep": False}, inputs)["estimate"]
+
+
+def _serve_row(name, loop, level, figure, measured, predicted):
+    return {"model": name, "loop": loop, "level": level, "figure": figure, "measured": measured,
+            "predicted": predicted, "error_pct": round((predicted - measured) / measured * 100.0, 1)}
+
+
+def _serve_model_rows(name, entry):
+    model, estimate = _serve_estimate(entry)
+    kind = "moe" if model.get("num_experts") else "dense"
+    rows = []
+    for measured, predicted in zip(entry["sweep"]["levels"], estimate["levels"]):
+        for key, stat, predicted_key in SERVE_METRICS:
+            rows.append(_serve_row(name, "closed", "C=%d" % measured["concurrency"], key if stat is None else
+                                   "%s %s" % (key, stat), measured[key] if stat is None else measured[key][stat],
+                                   predicted[predicted_key]))
+    predicted_by_rate = dict((str(level["request_rate"]), level) for level in estimate["rate_levels"])
+    for measured in entry["sweep"]["rate_levels"]:
+        predicted = predicted_by_rate.get(str(measured["request_rate"]))
+        if predicted is None:
+            continue
+        for key, stat in SERVE_RATE_METRICS:
+            rows.append(_serve_row(name, "open", "%s req/s" % measured["request_rate"], "%s %s" % (key, stat),
+                                   measured[key][stat], predicted[key][stat]))
+    for row in rows:
+        row["kind"] = kind
+    # Judged again from the levels: the recording's own figure came from the bench before it stopped counting a
+    # burst (rate inf) that met the SLO beside finite rates that missed it.
+    measured_rate = bench_traffic.max_sustainable(entry["sweep"]["rate_levels"], entry["sweep_options"]["goodput"])[0]
+    rows.append(_serve_row(name, "open", "within the SLO", "max sustainable rate", measured_rate,
+                           estimate["max_sustainable_rate"]))
+    rows[-1]["kind"] = kind
+    return rows
+
+
+# The figures of the validation data, by the band they measure (vllm_error_bands.FIGURES).
+BAND_FIGURES = {"ttft_ms median": "ttft", "ttft_ms p99": "ttft", "tpot_ms median": "tpot", "tpot_ms p99": "tpot",
+                "output_tokens_per_s": "throughput"}
+# Kinds of the H200 recordings' models (dense, or routed experts).
+H200_KINDS = {"llama3.1_8b": "dense", "llama3.1_8b_eager": "dense", "llama3.1_70b_fp8": "dense",
+              "qwen3_30b_a3b": "moe", "qwen3_30b_a3b_fp8": "moe", "minimax_m2.5_l16": "moe", "kimi_k2.5_l6": "moe"}
+
+
+def band_errors():
+    """Every error of the validation data (left out of every fit), as (kind, figure, loop, error %): the H100
+    serving sweeps' levels and the H200 waves (a wave's last first token is a TTFT; its end, a throughput)."""
+    errors = []
+    for row in serve_recordings():
+        figure = BAND_FIGURES.get(row["figure"])
+        if figure:
+            errors.append((row["kind"], figure, row["loop"], row["error_pct"]))
+    for row in h200_waves():
+        if row["not_counted"]:
+            continue
+        if row["output_len"] == 1:
+            errors.append((H200_KINDS[row["model"]], "ttft", "closed", row["simulated_error_pct"]))
+        else:
+            # A wave's end predicted early is a throughput predicted high: the error of measured / predicted time.
+            error = (row["measured_ms"] / row["simulated_ms"] - 1.0) * 100.0
+            errors.append((H200_KINDS[row["model"]], "throughput", "closed", round(error, 1)))
+    return errors
+
+
+def error_band_table():
+    """vllm_error_bands.ERROR_BANDS recomputed from band_errors() (its unit test compares the two)."""
+    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_error_bands
+    return vllm_error_bands.bands_from_errors(band_errors())

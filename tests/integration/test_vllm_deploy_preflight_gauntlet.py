@@ -33,15 +33,15 @@ CANDIDATES = [
 ]
 
 
-def plan_gauntlet(tmp_path, candidates, objective="throughput"):
+def plan_gauntlet(tmp_path, candidates, objective="throughput", **more):
     playbook = tmp_path / "play.yml"
     playbook.write_text(PLAYBOOK)
-    extra_vars = {
+    extra_vars = dict({
         "vllm_deploy_models": {"minimax": {"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX,
                                            "max_model_len": 32768, "objective": objective}},
         "vllm_gauntlet_candidates": candidates, "vllm_gauntlet_report_dir": str(tmp_path / "reports"),
         "vllm_deploy_vllm_version": "0.28.0", "vllm_deploy_gpus": 8, "vllm_deploy_gpu_memory_gib": 95.6,
-        "vllm_deploy_allreduce_probe": False}
+        "vllm_deploy_allreduce_probe": False}, **more)
     result = run_playbook([playbook, "--check", "-e", json.dumps(extra_vars)], json_results=True)
     assert result.returncode == 0, result.stdout[-4000:]
     found = printed_messages(result.stdout, "Measuring in predicted order: ")
@@ -66,6 +66,20 @@ def test_candidates_are_measured_best_predicted_first_and_unusable_ones_last(tmp
     assert all(value is not None for name, value in usable)
     assert [value for name, value in usable] == sorted((value for name, value in usable), reverse=True)
     assert all(note.startswith("throughput score ") for name, note in order[:-2])
+
+
+def test_a_call_too_close_to_make_puts_the_runner_up_among_the_candidates(tmp_path):
+    # MiniMax-M2.5 on 8 GPUs: the planner's best two plans lie within the model's MoE throughput band of each other
+    # (vllm_plan's too_close_to_call), so the candidate without a plan is measured with both.
+    order = plan_gauntlet(tmp_path, [{"name": "auto", "model": "minimax"}, CANDIDATES[2]])
+    names = [name for name, note in order]
+    runner_up = [name for name in names if name.startswith("auto-")]
+    assert sorted(names) == sorted(["auto", "tp4"] + runner_up) and len(runner_up) == 1
+    assert all(note.startswith("throughput score ") for name, note in order)
+    off = plan_gauntlet(tmp_path, [{"name": "auto", "model": "minimax"}], vllm_gauntlet_measure_close_calls=False)
+    assert [name for name, note in off] == ["auto"]
+    # A candidate with a plan is measured as given, close or not.
+    assert [name for name, note in plan_gauntlet(tmp_path, CANDIDATES[2:3])] == ["tp4"]
 
 
 def test_the_entrys_objective_decides_the_order(tmp_path):
