@@ -598,7 +598,7 @@ error_bands:
       predictions carries. C(ttft_closed), C(tpot_closed), C(throughput_closed) (closed-loop levels, and the
       single-stream and peak figures) and C(ttft_open), C(tpot_open), C(throughput_open) (open-loop levels), each
       C(pct) (that share, C(quantile), of the validation points were within +- it), C(median_pct) (the signed
-      median error: negative is predicted low), C(points) and C(regime) (the table row; C(any/...) pools the kinds
+      median error, negative where the model predicts low), C(points) and C(regime) (the table row; C(any/...) pools the kinds
       where a kind has too few points), or null where no validation data covers it.
     - From measurements left out of every fit (real vLLM serving on an H100, the H200 waves); docs/perf-model.md
       section 6 prints the table.
@@ -613,7 +613,7 @@ too_close_to_call:
   description:
     - When RV(recommended) leads the runner-up by less than the error band of the O(objective)'s figure (its score
       minus the band is no better than the runner-up's plus the band) - C(winner), C(runner_up), C(runner_up_plan)
-      (its C(tp), C(pp), C(dp), C(ep), and C(nodes) above one node: a deployment's O(plan)), C(margin_pct), C(band_pct),
+      (its C(tp), C(pp), C(dp), C(ep), and C(nodes) above one node, as a deployment's O(plan) takes them), C(margin_pct), C(band_pct),
       C(band_regime) and C(band_points). Null when the lead is larger or only one plan is usable.
     - The prediction cannot tell the two apart; the role gauntlet.vllm.vllm_gauntlet measures both.
   returned: always
