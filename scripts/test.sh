@@ -72,10 +72,11 @@ stage_bench() {
 # not change at 23% of its baseline (a neighbour's sweep landed on the gate's), which the gate rightly fails.
 # GAUNTLET_MOLECULE_LANES: phases separated by '|', lanes by ':', scenarios by spaces ("a b|c" runs a then b,
 # then c: no lanes). A scenario no lane names joins the first lane, so a new scenario always runs.
-# The two lanes hold about the same minutes (in lanes, CI of 2026-12-05: vllm_service 898 and deploy 614 s;
-# gauntlet 901 and multinode 687 s). model_fetch (100 s) runs beside the fleet: it starts no vLLM server and is
-# done long before the fleet's first rollout and gate sweep. It slowed the fleet's prepare by about 30 s there
-# (3:16 against 2:42 alone); in the first lane it would make that lane the longer (1612 s against 1588 s).
+# The two lanes hold about the same minutes (in lanes, the last clean CI here, 2026-12-05, 3043 s in all:
+# vllm_service 905 and deploy 600 s; gauntlet 945 and multinode 668 s; then the fleet 1050 s). model_fetch (93 s)
+# runs beside the fleet: it starts no vLLM server and is done long before the fleet's first rollout and gate sweep.
+# It slowed the fleet's prepare by about 30 s there (3:16 against 2:42 alone); in the first lane it would make that
+# lane the longer.
 GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-vllm_service deploy:gauntlet multinode|fleet:model_fetch}"
 
 run_scenario() {  # run_scenario NAME: molecule test into NAME's log, then print the log whole and its time
