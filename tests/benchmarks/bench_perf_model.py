@@ -19,7 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from perf_points_eval import (  # noqa: E402  pylint: disable=wrong-import-position
-    band_errors, error_band_table, evaluate_points, h200_recordings, h200_waves, reference_box, serve_recordings)
+    band_errors, evaluate_points, h200_recordings, h200_waves, reference_box, serve_recordings)
+from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_error_bands import bands_from_errors  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _error_line(label, errors):
@@ -67,8 +68,7 @@ def print_h200():
     print()
 
 
-def print_h200_waves():
-    rows = h200_waves()
+def print_h200_waves(rows):
     if not rows:
         print("H200 waves: no recording in tests/unit/fixtures/perf/")
         return
@@ -91,8 +91,7 @@ def print_h200_waves():
     print()
 
 
-def print_serve():
-    rows = serve_recordings()
+def print_serve(rows):
     if not rows:
         print("H100 serving: no recording in tests/unit/fixtures/perf/")
         return
@@ -109,11 +108,10 @@ def print_serve():
     print()
 
 
-def print_bands():
-    table = error_band_table()
+def print_bands(errors):
     print("Error bands (vllm_error_bands.ERROR_BANDS): %d validation errors, left out of every fit; pct is the 80th "
-          "percentile of |error|" % len(band_errors()))
-    for key, row in sorted(table.items()):
+          "percentile of |error|" % len(errors))
+    for key, row in sorted(bands_from_errors(errors).items()):
         print("  %-26s +-%5.1f %%   median %+6.1f %%   %3d points" % (key, row["pct"], row["median_pct"], row["points"]))
     print()
 
@@ -139,9 +137,11 @@ def print_reference_box():
 def main():
     print_points()
     print_h200()
-    print_h200_waves()
-    print_serve()
-    print_bands()
+    # Each simulated once: the bands are the errors of the same rows the two tables print.
+    waves, serving = h200_waves(), serve_recordings()
+    print_h200_waves(waves)
+    print_serve(serving)
+    print_bands(band_errors(serving, waves))
     print_reference_box()
 
 

@@ -13,7 +13,7 @@ import json
 import os
 import time
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic, vllm_error_bands
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf_points import POINTS
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for, plan_model
@@ -122,14 +122,21 @@ ROUTING_COLLAPSED = {
 H200_SIDECARS = {"llama3.1_70b_fp8": "nvidia--Llama-3.1-70B-Instruct-FP8_hf_quant.json"}
 
 
+def _recording(filename):
+    """The recording ``filename`` of tests/unit/fixtures/perf/, or None where it is absent."""
+    path = os.path.join(PERF_FIXTURES, filename)
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle)
+
+
 def h200_recordings():
     """Decode steps of the H200 recordings (tests/unit/fixtures/perf/h200-vllm-0.24.json): the model's step time
     for each batch against vLLM's measured one (real vLLM 0.24.0, dummy weights, one H200)."""
-    path = os.path.join(PERF_FIXTURES, "h200-vllm-0.24.json")
-    if not os.path.exists(path):
+    recording = _recording("h200-vllm-0.24.json")
+    if recording is None:
         return []
-    with open(path) as handle:
-        recording = json.load(handle)
     rows = []
     for name, entry in sorted((recording.get("models") or {}).items()):
         if entry.get("returncode") != 0 or not entry.get("config"):
@@ -178,11 +185,9 @@ def h200_waves():
     TTFT p100; T17 and T65 when the wave ends), and 8 prompts of 2048. Predicted by the scheduler simulation
     (vllm_sched: the prompts prefilled in 16384-token steps, then decoded together) and, for T1, by the closed
     form's last request of a wave (vllm_perf.level's ttft_p99, less its request overhead: offline has none)."""
-    path = os.path.join(PERF_FIXTURES, "h200-vllm-0.24.json")
-    if not os.path.exists(path):
+    recording = _recording("h200-vllm-0.24.json")
+    if recording is None:
         return []
-    with open(path) as handle:
-        recording = json.load(handle)
     input_len = recording.get("input_len") or 256
     rows = []
     for name, entry in sorted((recording.get("models") or {}).items()):
@@ -212,8 +217,8 @@ def _wave_row(name, step, batch, input_len, output_len, measured_ms):
     if output_len == 1:
         level = vllm_perf.level(step, batch, 1, dict(workload, concurrency=[batch]), batch, limits)
         closed_form = level["ttft_p99_ms"] - vllm_perf.REQUEST_OVERHEAD_MS
-    return {"model": name, "batch": batch, "input_len": input_len, "output_len": output_len,
-            "measured_ms": measured_ms, "simulated_ms": simulated,
+    return {"model": name, "kind": vllm_error_bands.model_kind(step.model), "batch": batch, "input_len": input_len,
+            "output_len": output_len, "measured_ms": measured_ms, "simulated_ms": simulated,
             "simulated_error_pct": round((simulated - measured_ms) / measured_ms * 100.0, 1),
             "closed_form_ms": closed_form,
             "closed_form_error_pct": round((closed_form - measured_ms) / measured_ms * 100.0, 1) if closed_form else None,
@@ -268,11 +273,9 @@ SERVE_RATE_METRICS = (("ttft_ms", "median"), ("ttft_ms", "p99"), ("tpot_ms", "me
 def serve_recordings():
     """Closed- and open-loop levels of real vLLM serving, left out of every fit, against the planner's prediction for
     the same plan (TP1), workload and rates (the scheduler simulation): one row per level and figure."""
-    path = os.path.join(PERF_FIXTURES, "h100-serve-0.24.json")
-    if not os.path.exists(path):
+    recording = _recording("h100-serve-0.24.json")
+    if recording is None:
         return []
-    with open(path) as handle:
-        recording = json.load(handle)
     rows = []
     for name, entry in sorted(recording["models"].items()):
         rows.extend(_serve_model_rows(name, entry))
@@ -291,18 +294,18 @@ def _serve_estimate(entry):
     return model, evaluate_plan_for(model, {"tp": 1, "pp": 1, "dp": 1, "ep": False}, inputs)["estimate"]
 
 
-def _serve_row(name, loop, level, figure, measured, predicted):
-    return {"model": name, "loop": loop, "level": level, "figure": figure, "measured": measured,
+def _serve_row(name, kind, loop, level, figure, measured, predicted):
+    return {"model": name, "kind": kind, "loop": loop, "level": level, "figure": figure, "measured": measured,
             "predicted": predicted, "error_pct": round((predicted - measured) / measured * 100.0, 1)}
 
 
 def _serve_model_rows(name, entry):
     model, estimate = _serve_estimate(entry)
-    kind = "moe" if model.get("num_experts") else "dense"
+    kind = vllm_error_bands.model_kind(model)
     rows = []
     for measured, predicted in zip(entry["sweep"]["levels"], estimate["levels"]):
         for key, stat, predicted_key in SERVE_METRICS:
-            rows.append(_serve_row(name, "closed", "C=%d" % measured["concurrency"], key if stat is None else
+            rows.append(_serve_row(name, kind, "closed", "C=%d" % measured["concurrency"], key if stat is None else
                                    "%s %s" % (key, stat), measured[key] if stat is None else measured[key][stat],
                                    predicted[predicted_key]))
     predicted_by_rate = dict((str(level["request_rate"]), level) for level in estimate["rate_levels"])
@@ -311,48 +314,42 @@ def _serve_model_rows(name, entry):
         if predicted is None:
             continue
         for key, stat in SERVE_RATE_METRICS:
-            rows.append(_serve_row(name, "open", "%s req/s" % measured["request_rate"], "%s %s" % (key, stat),
+            rows.append(_serve_row(name, kind, "open", "%s req/s" % measured["request_rate"], "%s %s" % (key, stat),
                                    measured[key][stat], predicted[key][stat]))
-    for row in rows:
-        row["kind"] = kind
     # Judged again from the levels: the recording's own figure came from the bench before it stopped counting a
     # burst (rate inf) that met the SLO beside finite rates that missed it.
     measured_rate = bench_traffic.max_sustainable(entry["sweep"]["rate_levels"], entry["sweep_options"]["goodput"])[0]
-    rows.append(_serve_row(name, "open", "within the SLO", "max sustainable rate", measured_rate,
+    rows.append(_serve_row(name, kind, "open", "within the SLO", "max sustainable rate", measured_rate,
                            estimate["max_sustainable_rate"]))
-    rows[-1]["kind"] = kind
     return rows
 
 
 # The figures of the validation data, by the band they measure (vllm_error_bands.FIGURES).
 BAND_FIGURES = {"ttft_ms median": "ttft", "ttft_ms p99": "ttft", "tpot_ms median": "tpot", "tpot_ms p99": "tpot",
                 "output_tokens_per_s": "throughput"}
-# Kinds of the H200 recordings' models (dense, or routed experts).
-H200_KINDS = {"llama3.1_8b": "dense", "llama3.1_8b_eager": "dense", "llama3.1_70b_fp8": "dense",
-              "qwen3_30b_a3b": "moe", "qwen3_30b_a3b_fp8": "moe", "minimax_m2.5_l16": "moe", "kimi_k2.5_l6": "moe"}
 
 
-def band_errors():
+def band_errors(serve_rows=None, wave_rows=None):
     """Every error of the validation data (left out of every fit), as (kind, figure, loop, error %): the H100
-    serving sweeps' levels and the H200 waves (a wave's last first token is a TTFT; its end, a throughput)."""
+    serving sweeps' levels and the H200 waves (a wave's last first token is a TTFT; its end, a throughput).
+    ``serve_rows`` and ``wave_rows``: serve_recordings() and h200_waves() when a caller has them already."""
     errors = []
-    for row in serve_recordings():
+    for row in serve_rows if serve_rows is not None else serve_recordings():
         figure = BAND_FIGURES.get(row["figure"])
         if figure:
             errors.append((row["kind"], figure, row["loop"], row["error_pct"]))
-    for row in h200_waves():
+    for row in wave_rows if wave_rows is not None else h200_waves():
         if row["not_counted"]:
             continue
         if row["output_len"] == 1:
-            errors.append((H200_KINDS[row["model"]], "ttft", "closed", row["simulated_error_pct"]))
+            errors.append((row["kind"], "ttft", "closed", row["simulated_error_pct"]))
         else:
             # A wave's end predicted early is a throughput predicted high: the error of measured / predicted time.
             error = (row["measured_ms"] / row["simulated_ms"] - 1.0) * 100.0
-            errors.append((H200_KINDS[row["model"]], "throughput", "closed", round(error, 1)))
+            errors.append((row["kind"], "throughput", "closed", round(error, 1)))
     return errors
 
 
 def error_band_table():
     """vllm_error_bands.ERROR_BANDS recomputed from band_errors() (its unit test compares the two)."""
-    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_error_bands
     return vllm_error_bands.bands_from_errors(band_errors())
