@@ -72,8 +72,8 @@ stage_bench() {
 # not change at 23% of its baseline (a neighbour's sweep landed on the gate's), which the gate rightly fails.
 # GAUNTLET_MOLECULE_LANES: phases separated by '|', lanes by ':', scenarios by spaces ("a b|c" runs a then b,
 # then c: no lanes). A scenario no lane names joins the first lane, so a new scenario always runs.
-# The two lanes hold about the same minutes (in lanes, the last clean CI here, 2026-12-05, 3043 s in all:
-# vllm_service 905 and deploy 600 s; gauntlet 945 and multinode 668 s; then the fleet 1050 s). model_fetch (93 s)
+# The two lanes hold about the same minutes (in lanes, the last clean CI here, 2026-12-05, 2475 s in all:
+# vllm_service 701 and deploy 478 s; gauntlet 669 and multinode 556 s; then the fleet 877 s). model_fetch (86 s)
 # runs beside the fleet: it starts no vLLM server and is done long before the fleet's first rollout and gate sweep.
 # It slowed the fleet's prepare by about 30 s there (3:16 against 2:42 alone); in the first lane it would make that
 # lane the longer.
