@@ -13,11 +13,14 @@ module: vllm_bench
 short_description: Sweep a vLLM server over concurrency levels and request rates; throughput, latency, goodput as facts
 version_added: 0.1.0
 description:
-  - Sends the same seeded random prompts at every concurrency level of O(concurrency) to an OpenAI-compatible vLLM
-    server, streaming, and measures each level with the definitions of C(vllm bench serve) (vLLM 0.32
+  - Sends seeded random prompts at every concurrency level of O(concurrency) to an OpenAI-compatible vLLM server,
+    streaming, and measures each level with the definitions of C(vllm bench serve) (vLLM 0.32
     C(vllm/benchmarks/serve.py)). TTFT is the time to the first streamed chunk, ITL the gap between chunks, TPOT
     (E2E - TTFT) / (output tokens - 1) per request, E2E the time to the last chunk. Token counts are the server's
     C(usage); throughputs are per second of the level's wall time.
+  - Each level and the warm-up draw prompts of their own from O(seed), so no level finds an earlier one's prompts
+    in vLLM's prefix cache; only O(prefix_len) is shared. Each level returns the share of its prompt tokens the
+    cache held (C(prefix_cache_hit_rate)).
   - Completion prompts are token ids, so every prompt has exactly O(input_len) tokens without a tokenizer. Chat
     prompts are those ids turned into text by the server's C(/detokenize) endpoint. With O(ignore_eos) every answer
     has exactly O(output_len) tokens.
