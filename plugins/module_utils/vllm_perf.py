@@ -83,8 +83,13 @@ ATTENTION_FLOOR_US = 8.0
 MOE_FLOOR_US = {"bf16": 27.0, "fp8": 31.0, "w4a16": 40.0, "nvfp4": 95.0, "mxfp4": 45.0}
 # Without CUDA graphs every kernel is launched from Python: the CPU spends
 # this much per kernel, and the step takes the longer of the CPU's launches
-# and the GPU's work (they overlap).
-EAGER_KERNEL_US = 55.0
+# and the GPU's work (they overlap). It depends on the host's CPU: 47 us on
+# the H200 lease (dense 8B decode steps, eager against graphs: 15 against
+# 4.9 ms for 320 launches), 84-93 us on the H100 lease (Llama-3.1-8B's
+# eager 1024-token prefill launched in 27 ms, Qwen3-30B-A3B's eager decode
+# step took 63 ms for 672 launches; h100-steps-0.24.json). The model takes
+# their geometric mean; a host's own figure may be 40 % off either way.
+EAGER_KERNEL_US = 65.0
 # A decode step's fixed GPU-side cost (input preparation, sampling) and the
 # CPU scheduler's cost per step and per running sequence. With async
 # scheduling (vLLM's default) the CPU work overlaps the GPU's; a DP > 1
@@ -305,9 +310,16 @@ class StepModel(object):
         return total * 1e-6
 
     def _launches(self, stage):
-        """Kernels one stage launches per step (for the CPU's cost without CUDA graphs)."""
-        return sum(n * (profile["gemms"] + profile["kernels"] + 1 + (3 if profile["moe"] else 0))
+        """Kernels one stage launches per step (for the CPU's cost without CUDA graphs): per layer its GEMMs and
+        other kernels, the attention and its KV-cache write, and for an MoE layer the fused path's alignment, two
+        grouped GEMMs and the activation between them (vLLM 0.24's Triton fused_moe, torch profile of a
+        Qwen3-30B-A3B step on an H100: tests/unit/fixtures/perf/h100-steps-0.24.json)."""
+        return sum(n * (profile["gemms"] + profile["kernels"] + 2 + (4 if profile["moe"] else 0))
                    for profile, n in stage)
+
+    def _launch_floor_s(self):
+        """The CPU's time to launch one step's kernels one by one, as it does without a CUDA graph."""
+        return sum(self._launches(stage) for stage in self.stages) * EAGER_KERNEL_US * 1e-6
 
     def _weights_s(self, stage, tokens, logits, engines):
         """Weights of one stage for ``tokens`` tokens per engine, ``logits`` of which go through the lm_head: per
@@ -455,7 +467,14 @@ class StepModel(object):
             return self._chunk_alone_s(tokens, context, prompts, engines) * self.ratio_prefill
         base, growth = self.decode_parts(decodes, decode_context, engines)
         step = self.ratio_base * base + self.ratio_growth * growth
-        return step + self._chunk_in_step_s(decodes, tokens, context, prompts, engines) if tokens else step
+        if not tokens:
+            return step
+        step += self._chunk_in_step_s(decodes, tokens, context, prompts, engines)
+        # vLLM captures graphs by the step's token count, so decodes and prompt tokens together above the largest
+        # graph run eagerly: the CPU launches every kernel, and the step lasts at least that long.
+        if decodes + tokens > MAX_CUDAGRAPH_BATCH:
+            step = max(step, self._launch_floor_s())
+        return step
 
     def _chunk_alone_s(self, tokens, context, prompts, engines):
         total = self._fixed_s(prompts) + self._dp_sync_s()
@@ -466,7 +485,10 @@ class StepModel(object):
             total += (self._floor_s(stage) + self._weights_s(stage, tokens, logits, engines) + compute
                       + self.comm_s(stage, tokens, engines))
             launches += self._launches(stage)
-        if self.eager:
+        # Above the largest captured graph (512 tokens by default) a prefill runs eagerly, as with --enforce-eager:
+        # on an H100, a 1024- to 3072-token step of Qwen3-30B-A3B took a flat 60-65 ms, 31-56 ms with graphs
+        # captured up to 4096 tokens (tests/unit/fixtures/perf/h100-steps-0.24.json).
+        if self.eager or tokens > MAX_CUDAGRAPH_BATCH:
             total = max(total, launches * EAGER_KERNEL_US * 1e-6)
         return total
 

@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from perf_points_eval import (  # noqa: E402  pylint: disable=wrong-import-position
-    band_errors, evaluate_points, h200_recordings, h200_waves, reference_box, serve_recordings)
+    band_errors, evaluate_points, h100_steps, h200_recordings, h200_waves, reference_box, serve_recordings)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_error_bands import bands_from_errors  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -65,6 +65,20 @@ def print_h200():
             row["model"][:34], row["batch"], row["measured_ms"], row["predicted_ms"], row["error_pct"],
             "  (not counted: %s)" % row["not_counted"] if row["not_counted"] else ""))
     print(_error_line("H200 decode steps", [r["error_pct"] for r in rows if not r["not_counted"]]))
+    print()
+
+
+def print_h100_steps():
+    rows = h100_steps()
+    if not rows:
+        print("H100 steps: no recording in tests/unit/fixtures/perf/")
+        return
+    print("H100 engine steps, real vLLM 0.24 (fit data of the launch floor): a prompt alone and beside 4 decoding "
+          "streams, graphs captured up to 512 tokens")
+    for row in rows:
+        print("%-14s %-5s prompt %5d  measured %7.1f ms  predicted %7.1f ms  %+7.1f %%" % (
+            row["model"], row["case"], row["prompt_len"], row["measured_ms"], row["predicted_ms"], row["error_pct"]))
+    print(_error_line("H100 steps", [row["error_pct"] for row in rows]))
     print()
 
 
@@ -137,6 +151,7 @@ def print_reference_box():
 def main():
     print_points()
     print_h200()
+    print_h100_steps()
     # Each simulated once: the bands are the errors of the same rows the two tables print.
     waves, serving = h200_waves(), serve_recordings()
     print_h200_waves(waves)

@@ -270,6 +270,34 @@ SERVE_METRICS = (("ttft_ms", "median", "ttft_ms"), ("ttft_ms", "p99", "ttft_p99_
 SERVE_RATE_METRICS = (("ttft_ms", "median"), ("ttft_ms", "p99"), ("tpot_ms", "median"), ("tpot_ms", "p99"))
 
 
+def h100_steps():
+    """Engine steps on one H100 (tests/unit/fixtures/perf/h100-steps-0.24.json; fit data: EAGER_KERNEL_US and the
+    launch counts come from them): a prompt of L tokens alone and beside 4 decoding streams, with vLLM's default
+    graphs (captured up to 512 tokens), against StepModel.mixed_step_s. The models' configs are the serving
+    recording's."""
+    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware, vllm_memory, vllm_perf
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import kv_bytes_per_token, layer_signatures
+    steps, serve = _recording("h100-steps-0.24.json"), _recording("h100-serve-0.24.json")
+    if steps is None or serve is None:
+        return []
+    plan = {"tp": 1, "pp": 1, "dp": 1, "ep": False}
+    spec_name, spec = vllm_hardware.gpu_spec(SERVE_GPU)
+    rows = []
+    for name in sorted(set(steps["configs"]) & set(serve["models"])):
+        model = load_model_config_from_dict(serve["models"][name]["config"])
+        stages = vllm_memory.stage_profiles(model, plan, layer_signatures(model))
+        step = vllm_perf.StepModel(model, plan, spec, spec["link"], stages, kv_bytes_per_token(model, plan))
+        config = steps["configs"][name]
+        for case, decodes in (("lone", 0), ("mixed", 4)):
+            for length, measured in sorted(config["%s_step_ms" % case].items(), key=lambda item: int(item[0])):
+                tokens = int(length)
+                predicted = step.mixed_step_s(decodes, 300 if decodes else 0, tokens, tokens / 2.0, 1) * 1e3
+                rows.append({"model": name, "case": case, "prompt_len": tokens, "measured_ms": measured,
+                             "predicted_ms": round(predicted, 2),
+                             "error_pct": round((predicted - measured) / measured * 100.0, 1)})
+    return rows
+
+
 def serve_recordings():
     """Closed- and open-loop levels of real vLLM serving, left out of every fit, against the planner's prediction for
     the same plan (TP1), workload and rates (the scheduler simulation): one row per level and figure."""

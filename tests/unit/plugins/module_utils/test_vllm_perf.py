@@ -212,6 +212,21 @@ def test_eager_costs_more_than_cuda_graphs_and_batches_past_the_largest_graph_ru
     assert graphs.decode_breakdown(perf.MAX_CUDAGRAPH_BATCH, 10)["launch"] == 0
 
 
+def test_a_prompt_step_past_the_largest_graph_lasts_at_least_its_launches():
+    # vLLM captures graphs by a step's token count (512 at most by default): a 1024-token step of Qwen3-30B-A3B
+    # on an H100 ran eagerly and took a flat 60-65 ms whatever its length up to 3072 tokens, 31-56 ms with graphs
+    # captured up to 4096 (tests/unit/fixtures/perf/h100-steps-0.24.json).
+    step = step_model("Qwen--Qwen3-30B-A3B", plan(), gpu="NVIDIA H100")
+    floor = step._launch_floor_s()
+    assert floor == pytest.approx(48 * (3 + 5 + 2 + 4) * perf.EAGER_KERNEL_US * 1e-6)
+    for tokens in (1024, 2048):
+        assert step.mixed_step_s(4, 200, tokens, tokens / 2.0, 1) >= floor * 0.999
+        assert step.mixed_step_s(0, 0, tokens, tokens / 2.0, 1) >= floor * 0.999
+    # Within the largest graph the GPU's work alone sets the step: the same 508 prompt tokens beside 4 decodes.
+    assert step.mixed_step_s(4, 200, 508, 254.0, 1) < floor
+    assert step.mixed_step_s(0, 0, 508, 254.0, 1) < floor
+
+
 def test_pipeline_parallel_adds_memory_not_throughput():
     # vLLM sends the whole batch through the stages in turn: PP2's step is the sum of its stages.
     tp = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=2))
