@@ -14,6 +14,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import (
+    client_key,
     listen_host,
     redact_argv,
     redact_text,
@@ -42,6 +43,16 @@ def vllm_listen_host(host, api_key_set=False, allow_unauthenticated=False):
     return {"host": address, "problem": problem}
 
 
+def vllm_client_key(host_vars):
+    if not hasattr(host_vars, "get"):
+        raise AnsibleFilterError("vllm_client_key takes a host's variables (hostvars[host], or a dict of "
+                                 "vllm_service_api_key and vllm_service_secret_env), got %s" % type(host_vars).__name__)
+    try:
+        return client_key(host_vars)
+    except ValueError as exc:
+        raise AnsibleFilterError("vllm_client_key: %s" % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -49,4 +60,5 @@ class FilterModule(object):
             "vllm_redact_text": vllm_redact_text,
             "vllm_secret_problems": vllm_secret_problems,
             "vllm_listen_host": vllm_listen_host,
+            "vllm_client_key": vllm_client_key,
         }

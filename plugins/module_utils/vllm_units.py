@@ -477,6 +477,29 @@ def listen_host(host, api_key_set, allow_unauthenticated):
                   "vllm_service_allow_unauthenticated: true to serve without one, or listen on 127.0.0.1" % host)
 
 
+# Where a host's client key can be given, in the order the vllm_service role's environment file takes them
+# (roles/vllm_service/vars/main.yml: the later dict of the combine wins).
+CLIENT_KEY_SOURCES = ("vllm_service_secret_env", "vllm_service_secret_environment")
+
+
+def client_key(host_vars):
+    """The key clients must send to a host's vLLM server, from that host's variables (a mapping), or "" for none.
+
+    It is VLLM_API_KEY as the server's environment file holds it: from ``vllm_service_secret_env``, else from the
+    deprecated ``vllm_service_secret_environment``, else ``vllm_service_api_key``. Every client (router health
+    check, rollout, deploy's sweep, multinode) reads it here, so a key given only in ``secret_env`` reaches them.
+    """
+    for name in CLIENT_KEY_SOURCES:
+        secrets = host_vars.get(name) or {}
+        if not hasattr(secrets, "get"):
+            raise ValueError("%s must be a dict of environment variables, got %s" % (name, type(secrets).__name__))
+        key = secrets.get("VLLM_API_KEY")
+        if key is not None and str(key) != "":
+            return str(key)
+    key = host_vars.get("vllm_service_api_key")
+    return "" if key is None else str(key)
+
+
 # ---- listing the host's vLLM units (vllm_service_info, vllm_monitoring_info) ---------------------
 
 # Keep each systemctl command line short, however many units a host has.

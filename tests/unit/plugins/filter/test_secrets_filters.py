@@ -17,7 +17,32 @@ FILTERS = FilterModule().filters()
 
 
 def test_the_filters_are_registered():
-    assert sorted(FILTERS) == ["vllm_listen_host", "vllm_redact_argv", "vllm_redact_text", "vllm_secret_problems"]
+    assert sorted(FILTERS) == ["vllm_client_key", "vllm_listen_host", "vllm_redact_argv", "vllm_redact_text",
+                               "vllm_secret_problems"]
+
+
+@pytest.mark.parametrize("host_vars, key", [
+    ({}, ""),
+    ({"vllm_service_api_key": "k-direct"}, "k-direct"),
+    # The documented way: the key only in the environment file's variables.
+    ({"vllm_service_secret_env": {"VLLM_API_KEY": "k-env"}}, "k-env"),
+    ({"vllm_service_secret_environment": {"VLLM_API_KEY": "k-old"}}, "k-old"),
+    # Both given: the environment file's value is what the server checks (its combine puts secret_env last).
+    ({"vllm_service_api_key": "k-direct", "vllm_service_secret_env": {"VLLM_API_KEY": "k-env"}}, "k-env"),
+    ({"vllm_service_secret_environment": {"VLLM_API_KEY": "k-old"}, "vllm_service_secret_env": {"VLLM_API_KEY": "k-env"}},
+     "k-env"),
+    ({"vllm_service_api_key": "k-direct", "vllm_service_secret_env": {"HF_TOKEN": "hf_x"}}, "k-direct"),
+    ({"vllm_service_api_key": None, "vllm_service_secret_env": None}, ""),
+])
+def test_client_key_is_the_environment_files_key(host_vars, key):
+    assert FILTERS["vllm_client_key"](host_vars) == key
+
+
+def test_client_key_refuses_what_is_no_host_vars():
+    with pytest.raises(AnsibleFilterError, match="host's variables"):
+        FILTERS["vllm_client_key"]("k-direct")
+    with pytest.raises(AnsibleFilterError, match="vllm_service_secret_env must be a dict"):
+        FILTERS["vllm_client_key"]({"vllm_service_secret_env": ["VLLM_API_KEY=k"]})
 
 
 def test_redact_argv_filter():
