@@ -279,30 +279,43 @@ def _where_and_ttft(row):
     return row["concurrency"] or "-", at_level[0]["ttft_ms"]["p99"] if at_level else None
 
 
+def _columns(figure, by_rate, where):
+    """The table's columns: (header, right-aligned, cell of a row). Ranked by peak tok/s, the figure column is the
+    peak, so the measured peak does not get a second column."""
+    def peak(row):
+        result = row.get("result") or {}
+        return _cell(result.get("peak_output_tokens_per_s") if row["status"] == "measured" and result.get("levels")
+                     else None)
+    columns = [("rank", True, lambda row: row["rank"] or "-"), ("candidate", False, lambda row: row["name"]),
+               ("model", False, lambda row: row.get("model") or "-"), ("plan", False, lambda row: row.get("plan") or "-"),
+               ("status", False, lambda row: row["status"]),
+               (figure, True, lambda row: _cell(row["score"], "%g" if by_rate else "%.1f")),
+               ("at %s" % where, True, lambda row: _where_and_ttft(row)[0])]
+    if figure != ranked_by("peak_output_tokens_per_s"):
+        columns.append(("peak tok/s", True, peak))
+    columns += [("predicted peak", True, lambda row: _cell(row.get("predicted_peak_output_tokens_per_s"))),
+                ("measured/predicted", True, lambda row: _cell(row.get("peak_ratio"), "%.2f")),
+                ("C=1 tok/s", True, lambda row: _cell(row.get("measured_c1_output_tokens_per_s"))),
+                ("predicted C=1", True, lambda row: _cell(row.get("predicted_c1_output_tokens_per_s"))),
+                ("C=1 measured/predicted", True, lambda row: _cell(row.get("c1_ratio"), "%.2f")),
+                ("p99 TTFT ms at %s" % where, True, lambda row: _cell(_where_and_ttft(row)[1])),
+                ("ready s", True, lambda row: _cell(row.get("time_to_ready_s"))),
+                ("note", False, lambda row: (row.get("reason") or "").replace("|", "\\|").replace("\n", " "))]
+    return columns
+
+
 def markdown(title, ranking, rank_by, budget=None):
     """The comparison table, winner first, skipped and failed candidates with their reasons."""
     figure = ranked_by(rank_by, budget)
     by_rate = rank_by == "max_rate_within_slo"
-    where = "req/s" if by_rate else "C"
+    columns = _columns(figure, by_rate, "req/s" if by_rate else "C")
     lines = ["## %s" % title, "",
              "Ranked by %s. Winner: %s.%s" % (
-                 figure, winner_text(winner(ranking)), slo_note(ranking) if by_rate else ""),
-             "", "| rank | candidate | model | plan | status | %s | at %s | peak tok/s | predicted peak "
-             "| measured/predicted | C=1 tok/s | predicted C=1 | C=1 measured/predicted | p99 TTFT ms at %s | ready s "
-             "| note |" % (figure, where, where),
-             "|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+                 figure, winner_text(winner(ranking)), slo_note(ranking) if by_rate else ""), "",
+             "| %s |" % " | ".join(header for header, dummy, dummy2 in columns),
+             "|%s|" % "|".join("---:" if right else "---" for dummy, right, dummy2 in columns)]
     for row in ranking:
-        result = row.get("result") or {}
-        at, ttft = _where_and_ttft(row)
-        note = (row.get("reason") or "").replace("|", "\\|").replace("\n", " ")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            row["rank"] or "-", row["name"], row.get("model") or "-", row.get("plan") or "-", row["status"],
-            _cell(row["score"], "%g" if by_rate else "%.1f"), at,
-            _cell(result.get("peak_output_tokens_per_s") if row["status"] == "measured" and result.get("levels")
-                  else None),
-            _cell(row.get("predicted_peak_output_tokens_per_s")), _cell(row.get("peak_ratio"), "%.2f"),
-            _cell(row.get("measured_c1_output_tokens_per_s")), _cell(row.get("predicted_c1_output_tokens_per_s")),
-            _cell(row.get("c1_ratio"), "%.2f"), _cell(ttft), _cell(row.get("time_to_ready_s")), note))
+        lines.append("| %s |" % " | ".join(str(cell(row)) for dummy, dummy2, cell in columns))
     return "\n".join(lines) + "\n"
 
 
