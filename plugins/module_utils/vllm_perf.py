@@ -402,22 +402,19 @@ class StepModel(object):
         pp = self.plan["pp"]
         terms = {"fixed": self._fixed_s(batch) + self._dp_sync_s(), "floors": 0.0, "weights": 0.0, "attention": 0.0,
                  "communication": 0.0}
-        launches = 0
         for index, stage in enumerate(self.stages):
             memory, compute = self._attention_s(stage, batch, context)
             terms["floors"] += self._floor_s(stage)
             terms["weights"] += self._weights_s(stage, batch, batch if index == pp - 1 else 0, engines)
             terms["attention"] += max(memory, compute)
             terms["communication"] += self.comm_s(stage, batch, engines)
-            launches += self._launches(stage)
         terms["pipeline"] = self._pipeline_s(batch)
         # Without a CUDA graph (eager, or a batch above the largest captured
         # one) the CPU launches every kernel; the step lasts the longer of that
         # and the GPU's work.
         terms["launch"] = 0.0
         if self.eager or batch > MAX_CUDAGRAPH_BATCH:
-            cpu = launches * EAGER_KERNEL_US * 1e-6
-            terms["launch"] = max(0.0, cpu - sum(terms.values()))
+            terms["launch"] = max(0.0, self._launch_floor_s() - sum(terms.values()))
         terms["data_parallel"] = (self._stretch(engines) - 1.0) * sum(terms.values())
         return terms
 
@@ -478,18 +475,16 @@ class StepModel(object):
 
     def _chunk_alone_s(self, tokens, context, prompts, engines):
         total = self._fixed_s(prompts) + self._dp_sync_s()
-        launches = 0
         for index, stage in enumerate(self.stages):
             _memory, compute = self._attention_s(stage, tokens, context)
             logits = prompts if index == len(self.stages) - 1 else 0
             total += (self._floor_s(stage) + self._weights_s(stage, tokens, logits, engines) + compute
                       + self.comm_s(stage, tokens, engines))
-            launches += self._launches(stage)
         # Above the largest captured graph (512 tokens by default) a prefill runs eagerly, as with --enforce-eager:
         # on an H100, a 1024- to 3072-token step of Qwen3-30B-A3B took a flat 60-65 ms, 31-56 ms with graphs
         # captured up to 4096 tokens (tests/unit/fixtures/perf/h100-steps-0.24.json).
         if self.eager or tokens > MAX_CUDAGRAPH_BATCH:
-            total = max(total, launches * EAGER_KERNEL_US * 1e-6)
+            total = max(total, self._launch_floor_s())
         return total
 
 

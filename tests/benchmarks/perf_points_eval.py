@@ -145,8 +145,9 @@ def h200_recordings():
     return rows
 
 
-def h200_step_model(name, entry):
-    """The planner's StepModel for one recorded model on one H200 (TP1), eager as it was run."""
+def recorded_step_model(name, entry, gpu="NVIDIA H200"):
+    """The planner's StepModel for one recorded model (its config.json in ``entry``) on one ``gpu`` (TP1), eager as
+    it was run."""
     from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware, vllm_memory, vllm_perf
     from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import kv_bytes_per_token, layer_signatures
     sidecar = H200_SIDECARS.get(name)
@@ -156,7 +157,7 @@ def h200_step_model(name, entry):
             hf_quant = json.load(handle)
     model = load_model_config_from_dict(entry["config"], hf_quant)
     plan = {"tp": 1, "pp": 1, "dp": 1, "ep": False}
-    spec_name, spec = vllm_hardware.gpu_spec("NVIDIA H200")
+    spec_name, spec = vllm_hardware.gpu_spec(gpu)
     kv_dtype = (entry.get("engine_args") or {}).get("kv_cache_dtype") or (model.get("quantization") or {}).get("kv_cache_dtype")
     stages = vllm_memory.stage_profiles(model, plan, layer_signatures(model))
     return vllm_perf.StepModel(model, plan, spec, spec["link"], stages, kv_bytes_per_token(model, plan, kv_dtype),
@@ -164,7 +165,7 @@ def h200_step_model(name, entry):
 
 
 def _h200_model_rows(name, entry, input_len):
-    step = h200_step_model(name, entry)
+    step = recorded_step_model(name, entry)
     rows = []
     for run in (entry.get("derived") or {}).get("decode") or []:
         # (T65 - T17) / 48: decode steps with 256 + 17 to 256 + 65 tokens cached.
@@ -193,7 +194,7 @@ def h200_waves():
     for name, entry in sorted((recording.get("models") or {}).items()):
         if entry.get("returncode") != 0 or not entry.get("config"):
             continue
-        step = h200_step_model(name, entry)
+        step = recorded_step_model(name, entry)
         derived = entry.get("derived") or {}
         for run in derived.get("decode") or []:
             for output_len, key in ((1, "T1_s"), (17, "T17_s"), (65, "T65_s")):
@@ -275,18 +276,12 @@ def h100_steps():
     launch counts come from them): a prompt of L tokens alone and beside 4 decoding streams, with vLLM's default
     graphs (captured up to 512 tokens), against StepModel.mixed_step_s. The models' configs are the serving
     recording's."""
-    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware, vllm_memory, vllm_perf
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import kv_bytes_per_token, layer_signatures
     steps, serve = _recording("h100-steps-0.24.json"), _recording("h100-serve-0.24.json")
     if steps is None or serve is None:
         return []
-    plan = {"tp": 1, "pp": 1, "dp": 1, "ep": False}
-    spec_name, spec = vllm_hardware.gpu_spec(SERVE_GPU)
     rows = []
     for name in sorted(set(steps["configs"]) & set(serve["models"])):
-        model = load_model_config_from_dict(serve["models"][name]["config"])
-        stages = vllm_memory.stage_profiles(model, plan, layer_signatures(model))
-        step = vllm_perf.StepModel(model, plan, spec, spec["link"], stages, kv_bytes_per_token(model, plan))
+        step = recorded_step_model(name, serve["models"][name], SERVE_GPU)
         config = steps["configs"][name]
         for case, decodes in (("lone", 0), ("mixed", 4)):
             for length, measured in sorted(config["%s_step_ms" % case].items(), key=lambda item: int(item[0])):
