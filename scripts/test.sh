@@ -2,7 +2,8 @@
 # README command 2: set up the rig, then run every test stage. A failing stage does not stop the
 # others; the script exits non-zero if any failed and prints each stage's time.
 #
-#   lint       ansible-lint, production profile, offline
+#   lint       ruff check and yamllint (the pre-commit hooks, .pre-commit-config.yaml), then ansible-lint,
+#              production profile, offline
 #   sanity     ansible-test sanity on a copy of the checkout laid out as ansible_collections/gauntlet/vllm
 #   unit       pytest tests/unit (modules, module_utils, rig, fake Hub, collection build) and
 #              tests/integration (roles run by ansible-playbook on localhost)
@@ -32,7 +33,14 @@ stage_lint() {
   # ansible-lint would then resolve instead of the checkout; a copy from an older run hides new
   # modules and roles.
   rm -rf "$HOME/.ansible/collections/ansible_collections/gauntlet/vllm"
-  ansible-lint --nocolor
+  local rc=0
+  echo "--- ruff check (ruff.toml)"
+  ruff check --no-cache --output-format concise . || rc=1
+  echo "--- yamllint (.yamllint)"
+  yamllint -f parsable . || rc=1
+  echo "--- ansible-lint"
+  ansible-lint --nocolor || rc=1
+  return $rc
 }
 
 stage_sanity() {

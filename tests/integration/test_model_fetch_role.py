@@ -62,7 +62,7 @@ def run_role(tmp_path, hub, repo, dest, token="''", check=False, **extra):
 
 
 def recap(result):
-    line = [l for l in result.stdout.splitlines() if l.startswith("localhost")][-1]
+    line = [text for text in result.stdout.splitlines() if text.startswith("localhost")][-1]
     return dict(part.split("=") for part in line.split(":", 1)[1].split())
 
 
