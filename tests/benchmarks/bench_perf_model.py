@@ -148,6 +148,28 @@ def print_reference_box():
     print("goal: all plans of an 8-GPU host for a 1T-parameter model, 6 concurrency levels, under 0.5 s (times above)")
 
 
+def print_serve_calibrated(rows):
+    """The open loop and the max sustainable rate after one calibration sweep (the closed loop's levels)."""
+    if not rows:
+        return
+    print("H100 serving after one calibration sweep: the closed loop's levels fitted (vllm_calibration), the open "
+          "loop left out of the fit and judged")
+    for name in sorted(set(row["model"] for row in rows)):
+        calibration = [row for row in rows if row["model"] == name][0]["calibration"]
+        print("%-14s ratios %s, extra request overhead %.1f ms" % (
+            name, ", ".join("%s %.2f" % item for item in sorted(calibration["ratios"].items())),
+            calibration["extra_request_overhead_ms"]))
+    for row in rows:
+        if row["loop"] == "open":
+            print("%-14s %-16s %-20s measured %9.1f  calibrated %9.1f  %+7.1f %%" % (
+                row["model"], row["level"], row["figure"], row["measured"], row["predicted"], row["error_pct"]))
+    for figure in ("ttft_ms", "tpot_ms"):
+        print(_error_line("calibrated, open loop, %s" % figure,
+                          [r["error_pct"] for r in rows if r["loop"] == "open" and r["figure"].startswith(figure)]))
+    print("goal (issue 32, on the rig): the max sustainable rate within +-25 % after one calibration sweep")
+    print()
+
+
 def main():
     print_points()
     print_h200()
@@ -156,6 +178,7 @@ def main():
     waves, serving = h200_waves(), serve_recordings()
     print_h200_waves(waves)
     print_serve(serving)
+    print_serve_calibrated(serve_recordings(calibrated=True))
     print_bands(band_errors(serving, waves))
     print_reference_box()
 

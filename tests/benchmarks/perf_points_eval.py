@@ -13,7 +13,7 @@ import json
 import os
 import time
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic, vllm_error_bands
+from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic, vllm_error_bands, vllm_perf
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf_points import POINTS
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for, plan_model
@@ -293,19 +293,23 @@ def h100_steps():
     return rows
 
 
-def serve_recordings():
+def serve_recordings(calibrated=False):
     """Closed- and open-loop levels of real vLLM serving, left out of every fit, against the planner's prediction for
-    the same plan (TP1), workload and rates (the scheduler simulation): one row per level and figure."""
+    the same plan (TP1), workload and rates (the scheduler simulation): one row per level and figure.
+
+    ``calibrated``: the prediction after one calibration sweep, as the deploy and the gauntlet make it: the closed
+    loop's levels are fitted (gauntlet.vllm.vllm_calibration), and the open loop and the max sustainable rate,
+    left out of that fit, are judged. Their rows carry ``calibration``."""
     recording = _recording("h100-serve-0.24.json")
     if recording is None:
         return []
     rows = []
     for name, entry in sorted(recording["models"].items()):
-        rows.extend(_serve_model_rows(name, entry))
+        rows.extend(_serve_model_rows(name, entry, calibrated))
     return rows
 
 
-def _serve_estimate(entry):
+def _serve_estimate(entry, calibration=None):
     options, sweep = entry["sweep_options"], entry["sweep"]
     model = load_model_config_from_dict(entry["config"])
     workload = {"input_len": options["input_len"], "output_len": options["output_len"],
@@ -313,7 +317,8 @@ def _serve_estimate(entry):
                 "request_rate": [level["request_rate"] for level in sweep["rate_levels"]],
                 "burstiness": options["burstiness"], "goodput": options["goodput"]}
     max_len = int(entry["server_args"][entry["server_args"].index("--max-model-len") + 1])
-    inputs = plan_model(model, 1, None, "0.24.0", max_model_len=max_len, gpu_name=SERVE_GPU, workload=workload)["inputs"]
+    inputs = plan_model(model, 1, None, "0.24.0", max_model_len=max_len, gpu_name=SERVE_GPU, workload=workload,
+                        calibration=calibration)["inputs"]
     return model, evaluate_plan_for(model, {"tp": 1, "pp": 1, "dp": 1, "ep": False}, inputs)["estimate"]
 
 
@@ -322,8 +327,12 @@ def _serve_row(name, kind, loop, level, figure, measured, predicted):
             "predicted": predicted, "error_pct": round((predicted - measured) / measured * 100.0, 1)}
 
 
-def _serve_model_rows(name, entry):
+def _serve_model_rows(name, entry, calibrated=False):
     model, estimate = _serve_estimate(entry)
+    calibration = None
+    if calibrated:
+        calibration = vllm_perf.calibration_from_levels(estimate, entry["sweep"]["levels"], source="closed loop")
+        model, estimate = _serve_estimate(entry, calibration)
     kind = vllm_error_bands.model_kind(model)
     rows = []
     for measured, predicted in zip(entry["sweep"]["levels"], estimate["levels"]):
@@ -344,6 +353,8 @@ def _serve_model_rows(name, entry):
     measured_rate = bench_traffic.max_sustainable(entry["sweep"]["rate_levels"], entry["sweep_options"]["goodput"])[0]
     rows.append(_serve_row(name, kind, "open", "within the SLO", "max sustainable rate", measured_rate,
                            estimate["max_sustainable_rate"]))
+    for row in rows if calibration else []:
+        row["calibration"] = calibration
     return rows
 
 

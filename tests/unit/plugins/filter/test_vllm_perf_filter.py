@@ -49,13 +49,23 @@ def test_prediction_errors_per_level_and_their_median():
     from ansible_collections.gauntlet.vllm.plugins.filter.vllm_perf import vllm_prediction_errors
     predicted = estimate()
     one, sixteen = predicted["levels"]
-    levels = [{"concurrency": 1, "output_tokens_per_s": one["output_tokens_per_s"] / 2, "tpot_ms": {"median": one["tpot_ms"]}},
-              {"concurrency": 16, "output_tokens_per_s": sixteen["output_tokens_per_s"], "tpot_ms": {"median": sixteen["tpot_ms"] * 2}},
+    # The planner simulated this plan's levels: the prediction is the simulation's, as a bench's closed loop runs.
+    one, sixteen = [figures["simulated"] for figures in (one, sixteen)]
+    levels = [{"concurrency": 1, "output_tokens_per_s": one["output_throughput"] / 2,
+               "tpot_ms": {"median": one["tpot_ms"]["p50"]}},
+              {"concurrency": 16, "output_tokens_per_s": sixteen["output_throughput"],
+               "tpot_ms": {"median": sixteen["tpot_ms"]["p50"] * 2}},
               {"concurrency": 3, "output_tokens_per_s": 1.0, "tpot_ms": 1.0}]
     errors = vllm_prediction_errors(predicted, levels)
     assert [row["concurrency"] for row in errors["levels"]] == [1, 16]
+    assert [row["predicted_by"] for row in errors["levels"]] == ["scheduler simulation"] * 2
     assert errors["levels"][0]["output_tokens_per_s"]["error_pct"] == pytest.approx(100.0, abs=0.2)
     assert errors["levels"][1]["tpot_ms"]["error_pct"] == pytest.approx(-50.0, abs=0.2)
     assert errors["median_abs_error_pct"] == pytest.approx(25.0, abs=0.2)  # 100, 0, 0, 50
     with pytest.raises(AnsibleFilterError, match="vllm_prediction_errors takes"):
         vllm_prediction_errors([], levels)
+    # A level the planner did not simulate is judged by its closed form.
+    closed = dict(predicted["levels"][1])
+    del closed["simulated"]
+    row = vllm_prediction_errors({"levels": [closed]}, levels)["levels"][0]
+    assert row["predicted_by"] == "closed form" and row["tpot_ms"]["predicted"] == closed["tpot_ms"]

@@ -27,6 +27,7 @@ def test_the_spec_is_one_the_planner_accepts(tmp_path):
     assert spec["name"] == "cpu (Example Xeon 9999, 2 cores)"
     # 2 cores x 2.5 GHz x 64 FLOPs per cycle (AVX-512) = 0.32 TFLOP/s.
     assert spec["tflops"] == {"bf16": 0.32} and spec["cuda_graphs"] is False
+    assert spec["async_scheduling"] is False  # vllm/platforms/cpu.py turns it off
     assert basis["vector"] == "avx512f" and basis["bandwidth_from"] == "given"
 
 

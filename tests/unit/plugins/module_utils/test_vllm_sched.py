@@ -29,6 +29,24 @@ class LinearSteps(object):
         self.calls.append((decodes, tokens, prompts, engines))
         return 0.010 + 0.0001 * decodes + 0.00001 * tokens
 
+    def mixed_step_split(self, decodes, decode_context, tokens, context, prompts, engines=1):
+        return self.mixed_step_s(decodes, decode_context, tokens, context, prompts, engines), False
+
+
+class AsyncSteps(LinearSteps):
+    """LinearSteps on an engine that schedules a step while the one before it runs (vLLM's async scheduling)."""
+    async_scheduling = True
+
+
+class LaunchBoundPrompts(LinearSteps):
+    """LinearSteps whose steps with more than 512 tokens take at least 40 ms: the CPU's launches set them."""
+
+    def mixed_step_split(self, decodes, decode_context, tokens, context, prompts, engines=1):
+        seconds = self.mixed_step_s(decodes, decode_context, tokens, context, prompts, engines)
+        if decodes + tokens > 512 and seconds < 0.040:
+            return 0.040, True
+        return seconds, False
+
 
 def simulate(concurrency=None, rate=None, limits=None, kv=ROOMY_KV, engines=1, slo=None, step=None, **workload):
     settled = {"input_len": 1024, "output_len": 11}
@@ -174,6 +192,48 @@ def test_without_an_slo_there_is_no_goodput_and_no_verdict():
 def test_the_median_requests_wait_is_split_into_decode_steps_and_prompts_that_add_up_to_its_ttft(workload):
     level = simulate(**workload)
     wait = level["ttft_wait_ms"]
-    assert wait["prefill"] > 0
+    assert wait["prefill"] > 0 and wait["launch"] == 0
     # 8 ms before the engine sees it, then the steps it waited for, its own prompt's among them.
     assert 8.0 + wait["decode"] + wait["prefill"] == pytest.approx(level["ttft_ms"]["p50"], rel=0.01)
+
+
+@pytest.mark.parametrize("workload", [dict(concurrency=8, requests_per_level=32, output_len=40),
+                                      dict(rate=30.0, requests_per_level=40, output_len=40)])
+def test_the_median_requests_tokens_are_split_into_the_steps_they_rode(workload):
+    level = simulate(**workload)
+    split = level["tpot_split_ms"]
+    assert split["decode"] > 0 and split["launch"] == 0
+    assert split["decode"] + split["prefill"] + split["launch"] == pytest.approx(level["tpot_ms"]["p50"], rel=0.01)
+    if "rate" in workload:
+        assert split["prefill"] > 0  # in an open loop other prompts arrive while it decodes
+
+
+@pytest.mark.parametrize("workload", [dict(concurrency=1, requests_per_level=3),
+                                      dict(rate=30.0, requests_per_level=40, output_len=40)])
+def test_a_step_the_launches_set_is_waited_for_as_launches(workload):
+    # A lone 1024-token prompt takes 20.24 ms of GPU work here, but its step lasts 40 ms of launches: calibration
+    # must see that time as the host's launch pace, not as a slow prefill.
+    level = simulate(step=LaunchBoundPrompts(), **workload)
+    wait = level["ttft_wait_ms"]
+    assert wait["launch"] >= 40.0
+    assert 8.0 + wait["decode"] + wait["prefill"] + wait["launch"] == pytest.approx(level["ttft_ms"]["p50"], rel=0.01)
+    if workload.get("concurrency") == 1:
+        assert level["ttft_ms"]["p50"] == pytest.approx(48.0) and wait["prefill"] == 0
+
+
+def test_with_async_scheduling_a_request_that_comes_during_a_step_also_waits_for_the_next():
+    # Two requests 5 ms apart (rate 200/s, no jitter): the first finds the engine idle and is scheduled at once
+    # (8 + 20.24 ms); the second comes 5 ms into the first's prompt step. Scheduled synchronously it is in the next
+    # step; with async scheduling that step was built when the prompt step began, so it waits for it too (the first
+    # request's decode step, 10.1 ms) and shares none of it.
+    roomy = {"max_num_seqs": 256, "max_num_batched_tokens": 8192}
+    synchronous = simulate(rate=200.0, burstiness=float("inf"), requests_per_level=2, output_len=4, limits=roomy)
+    overlapped = simulate(rate=200.0, burstiness=float("inf"), requests_per_level=2, output_len=4, limits=roomy,
+                          step=AsyncSteps())
+    first = 8.0 + 20.24
+    # Synchronous: it waits for the rest of the first prompt's step (15.24 ms) and then its own (with one decode).
+    second = 8.0 + 15.24 + 20.34
+    assert synchronous["ttft_ms"]["p50"] == pytest.approx((first + second) / 2.0, rel=1e-3)
+    # Async: also for the step built before it came, the first request's lone decode step.
+    second = 8.0 + 15.24 + 10.1 + 20.34
+    assert overlapped["ttft_ms"]["p50"] == pytest.approx((first + second) / 2.0, rel=1e-3)
