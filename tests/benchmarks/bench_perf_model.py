@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Print the performance model's prediction against every public measurement in vllm_perf_points.py
+"""Print the performance model's prediction against every public measurement in perf_points.py
 (and the H200 recordings in tests/unit/fixtures/perf/ when present), the median and worst error per group,
 the reference box's plan ranking, and how long planning an 8-GPU box for a 1T-parameter model takes.
 
@@ -36,7 +36,7 @@ def _error_line(label, errors):
 
 def print_points():
     rows, skipped = evaluate_points()
-    print("Public points (vllm_perf_points.py): predicted against measured")
+    print("Public points (tests/benchmarks/perf_points.py): predicted against measured")
     print("%-42s %-16s %-8s %5s %-19s %10s %10s %8s" % (
         "id", "gpu", "plan", "C", "metric", "measured", "predicted", "error"))
     for row in rows:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The performance model against measurements: the public points of vllm_perf_points.py and the H200
+"""The performance model against measurements: the public points of perf_points.py and the H200
 recordings of tests/unit/fixtures/perf/. Used by bench_perf_model.py (which prints) and by the unit
 tests (which check that every point is evaluated, not how close it is)."""
 
@@ -15,7 +15,7 @@ import time
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic, vllm_error_bands, vllm_perf
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf_points import POINTS
+from perf_points import POINTS  # pylint: disable=import-error
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for, plan_model
 
 TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

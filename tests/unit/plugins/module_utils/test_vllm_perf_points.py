@@ -8,10 +8,13 @@ __metaclass__ = type
 
 import os
 import re
+import sys
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_perf_points
+# The points are test data: they live beside the benchmarks that read them (tests/benchmarks/perf_points.py).
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks"))
+import perf_points as vllm_perf_points  # noqa: E402  pylint: disable=import-error,wrong-import-position
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "model_configs")
 HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")

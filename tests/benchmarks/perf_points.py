@@ -25,7 +25,8 @@ model's estimate for a point's plan and load with ``value``; the benchmark ``tes
 reports the model's error on every point, by GPU and by metric. Points on ``RTX PRO 6000`` (PCIe, no NVLink) are the
 reference box; the H100/H200 points calibrate the GPU-independent parts.
 
-Nothing here is read at run time by a module; it is data for tests, benchmarks and documentation.
+Nothing here is read at run time by a module; it is data for tests, benchmarks and documentation, so it lives
+beside the benchmarks and does not ship in the collection.
 """
 
 from __future__ import absolute_import, division, print_function
