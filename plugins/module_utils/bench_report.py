@@ -15,7 +15,7 @@ import time
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import parse_json, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import parse_json, read_text
 
 MODULE_NAME = "vllm_bench_report"
 MARKER = report_files.marker_of(MODULE_NAME)

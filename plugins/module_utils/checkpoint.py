@@ -62,7 +62,14 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import json_type_name, parse_json, read_json_object, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import (
+    is_int,
+    json_type_name,
+    parse_json,
+    read_json_object,
+    read_text,
+    usable_cpus,
+)
 
 
 INDEX_FILE_NAME = "model.safetensors.index.json"
@@ -151,11 +158,7 @@ class CheckpointError(Exception):
 
 def default_workers():
     """min(8, CPUs this process may run on)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus))
+    return max(1, min(8, usable_cpus()))
 
 
 def normalize_checksum_mode(value):
@@ -198,7 +201,7 @@ def parse_expected_files(expected_files):
         size = entry.get("size")
         if isinstance(size, str) and DECIMAL.match(size.strip()):
             size = int(size.strip())
-        if size is not None and (not _is_int(size) or size < 0):
+        if size is not None and (not is_int(size) or size < 0):
             raise CheckpointError("%s.size: must be a non-negative integer, got %s" % (where, json.dumps(entry.get("size"))))
         digest = entry.get("sha256")
         if digest is not None:
@@ -229,7 +232,7 @@ def load_weight_map(index_path):
                                   % (index_path, json.dumps(tensor), json.dumps(shard), json_type_name(shard)))
     total_size = None
     metadata = data.get("metadata")
-    if isinstance(metadata, dict) and _is_int(metadata.get("total_size")):
+    if isinstance(metadata, dict) and is_int(metadata.get("total_size")):
         total_size = metadata["total_size"]
     return weight_map, total_size
 
@@ -460,7 +463,7 @@ def _json_depth(value, limit):
 
 def _usize(value):
     """Whether ``value`` is what the safetensors library reads as a size (a 64-bit unsigned integer)."""
-    return _is_int(value) and 0 <= value <= MAX_USIZE
+    return is_int(value) and 0 <= value <= MAX_USIZE
 
 
 def _tensor_entry(name, info):
@@ -668,7 +671,7 @@ def load_cache(cache_path):
     entries = {}
     for path, entry in data["files"].items():
         if (isinstance(entry, dict) and isinstance(entry.get("key"), list) and len(entry["key"]) == 5
-                and all(_is_int(part) for part in entry["key"])
+                and all(is_int(part) for part in entry["key"])
                 and isinstance(entry.get("sha256"), str) and SHA256_HEX.match(entry["sha256"])):
             entries[path] = {"key": entry["key"], "sha256": entry["sha256"].lower()}
     return entries, None
@@ -883,7 +886,7 @@ def _worker_count(workers):
     """``workers``, or the default when None; it must be a positive integer."""
     if workers is None:
         workers = default_workers()
-    if not _is_int(workers) or workers < 1:
+    if not is_int(workers) or workers < 1:
         raise CheckpointError("workers: must be a positive integer, got %r" % (workers,))
     return workers
 
@@ -1235,9 +1238,6 @@ def failure_message(result):
 # --------------------------------------------------------------------------
 # Small helpers
 # --------------------------------------------------------------------------
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _plural(count):

@@ -16,6 +16,8 @@ import os
 import re
 import time
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import usable_cpus
+
 # FLOPs per cycle and core of one fused multiply-add unit pair at the vector
 # width the flags name (two FMA ports, as on every x86 server core of the
 # last decade): 2 x lanes x 2.
@@ -46,9 +48,7 @@ def read_cpuinfo(path="/proc/cpuinfo"):
 
 def usable_cores():
     """Cores this process may run on (the container's or cgroup's share, not the machine's)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return usable_cpus()
 
 
 def measure_copy_bandwidth_gbs(mib=COPY_MIB, rounds=COPY_ROUNDS):

@@ -35,9 +35,8 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import 
     ModelConfigError,
     load_model_config,
     normalize_model_config,
-    parse_json,
-    size_text,
 )
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import parse_json, size_text
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -161,7 +160,7 @@ def _parse(data, where):
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ModelConfigError("%s: not UTF-8 text: %s" % (where, exc))
-    return parse_json(text, where)
+    return parse_json(text, where, ModelConfigError)
 
 
 def load_any_model_config(model, revision="main", endpoint=None, token=None):

@@ -44,16 +44,15 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_int, json_type_name, read_json_object
 
 CONFIG_FILE_NAME = "config.json"
 HF_QUANT_FILE_NAME = "hf_quant_config.json"
 
-# The most bytes read from a file read whole: a config.json is a few KiB; an hf_quant_config.json
-# listing every layer of a mixed-precision model a few MiB; other text (a wheel's RECORD) is capped
-# by MAX_TEXT_BYTES.
+# The most bytes read from a file read whole (safe_io.read_json_object): a config.json is a few KiB; an
+# hf_quant_config.json listing every layer of a mixed-precision model a few MiB.
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 MAX_HF_QUANT_BYTES = 64 * 1024 * 1024
-MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 # Fields every language model config must carry (``intermediate_size`` is
 # additionally required for dense models).
@@ -149,50 +148,6 @@ def find_hf_quant_path(config_path):
     return None
 
 
-def size_text(count):
-    """``64 MiB``, ``512 KiB`` or ``100 bytes``."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count >= scale and count % scale == 0:
-            return "%d %s" % (count // scale, unit)
-    return "%d bytes" % count
-
-
-def read_text(path, error=ModelConfigError, limit=MAX_TEXT_BYTES):
-    """The UTF-8 text of ``path``, at most ``limit`` bytes; a file that is larger, or cannot be
-    read or decoded, raises ``error`` naming the file (and the cap)."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(limit + 1)
-    except (IOError, OSError) as exc:
-        raise error("%s: cannot read file: %s" % (path, exc))
-    if len(raw) > limit:
-        raise error("%s: larger than %s, the most this file may hold; refusing to read it" % (path, size_text(limit)))
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise error("%s: not UTF-8 text: %s" % (path, exc))
-
-
-def parse_json(text, where, error=ModelConfigError):
-    """``json.loads`` whose every failure (bad syntax, a number over int()'s digit limit, nesting
-    deeper than Python's recursion limit) raises ``error`` naming ``where``."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise error("%s: invalid JSON: nested too deeply" % where)
-    except ValueError as exc:
-        raise error("%s: invalid JSON: %s" % (where, str(exc)[:300]))
-
-
-def read_json_object(path, error=ModelConfigError, limit=MAX_TEXT_BYTES):
-    """Load ``path`` (at most ``limit`` bytes) as JSON and insist on a top-level object; problems raise ``error``."""
-    data = parse_json(read_text(path, error, limit), path, error)
-    if not isinstance(data, dict):
-        raise error(
-            "%s: expected a JSON object at the top level, got %s" % (path, json_type_name(data)))
-    return data
-
-
 def load_model_config(path, hf_quant_path=None, discover_hf_quant=True):
     """Read and normalise a model config.
 
@@ -210,8 +165,8 @@ def load_model_config(path, hf_quant_path=None, discover_hf_quant=True):
             raise ModelConfigError("%s: no such file" % hf_quant_path)
     elif discover_hf_quant:
         hf_quant_path = find_hf_quant_path(config_path)
-    config = read_json_object(config_path, limit=MAX_CONFIG_BYTES)
-    hf_quant = read_json_object(hf_quant_path, limit=MAX_HF_QUANT_BYTES) if hf_quant_path else None
+    config = read_json_object(config_path, ModelConfigError, MAX_CONFIG_BYTES)
+    hf_quant = read_json_object(hf_quant_path, ModelConfigError, MAX_HF_QUANT_BYTES) if hf_quant_path else None
     return normalize_model_config(config, hf_quant=hf_quant,
                                   config_path=config_path, hf_quant_path=hf_quant_path)
 
@@ -219,23 +174,6 @@ def load_model_config(path, hf_quant_path=None, discover_hf_quant=True):
 # --------------------------------------------------------------------------
 # Field helpers
 # --------------------------------------------------------------------------
-
-def json_type_name(value):
-    """The JSON name of a value's type, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return type(value).__name__
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
 
 class _Reader(object):
     """Typed access to one JSON object, with error messages naming the file."""
@@ -276,7 +214,7 @@ class _Reader(object):
             if required:
                 self.missing(key)
             return default
-        if not _is_int(value) or value < minimum:
+        if not is_int(value) or value < minimum:
             expected = "a positive integer" if minimum >= 1 else "a non-negative integer"
             self.bad(key, value, expected)
         return value
@@ -319,7 +257,7 @@ class _Reader(object):
         value = self.data.get(key)
         if value is None:
             return None
-        if not isinstance(value, list) or not value or not all(_is_int(v) and v > 0 for v in value):
+        if not isinstance(value, list) or not value or not all(is_int(v) and v > 0 for v in value):
             self.bad(key, value, "a list of positive integers")
         return list(value)
 

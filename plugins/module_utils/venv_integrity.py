@@ -58,7 +58,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import default_workers
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import read_text
 
 
 DEFAULT_DISTRIBUTIONS = ("vllm", "torch")

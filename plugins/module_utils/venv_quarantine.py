@@ -42,7 +42,7 @@ import os
 import shutil
 import stat
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import parse_json, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import parse_json, read_text
 from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_integrity import (
     VenvIntegrityError,
     check_venv,

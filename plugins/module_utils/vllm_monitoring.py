@@ -31,6 +31,7 @@ import time
 from urllib.error import HTTPError, URLError
 from urllib.request import HTTPSHandler, ProxyHandler, build_opener
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_int
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import find_units, flag_value
 
 DEFAULT_STATE_DIR = "/var/lib/gauntlet-vllm"
@@ -245,9 +246,6 @@ def watchdog_state_path(state_dir, unit):
     return os.path.join(state_dir, "watchdog", "%s.json" % unit)
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
 
 def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -259,7 +257,7 @@ def state_shape_problems(state):
         return ["is not a JSON object"]
     problems = []
     for field in ("consecutive_failures", "restarts_total"):
-        if not _is_int(state.get(field)) or state.get(field) < 0:
+        if not is_int(state.get(field)) or state.get(field) < 0:
             problems.append("%s must be a whole number of 0 or more (got %r)" % (field, state.get(field)))
     restarts = state.get("restarts")
     if not isinstance(restarts, list) or not all(_is_number(item) for item in restarts):

@@ -16,6 +16,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_error_bands
 from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_int
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
     DeviceSpecError,
     check_device_spec,
@@ -97,25 +98,20 @@ class PlanError(Exception):
     """Inputs the planner cannot work with; the message names the input."""
 
 
-def _is_int(value):
-    # True is an int to Python, not a GPU count to anyone.
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_number(value):
     return (isinstance(value, (int, float)) and not isinstance(value, bool)) and math.isfinite(value)
 
 
 def check_count(name, value, upper=None):
     """An integer of at least 1 (and at most ``upper``), else PlanError naming ``name``."""
-    if not _is_int(value) or value < 1 or (upper is not None and value > upper):
+    if not is_int(value) or value < 1 or (upper is not None and value > upper):
         bound = "from 1 to %d" % upper if upper is not None else "of at least 1"
         raise PlanError("%s must be an integer %s, got %r" % (name, bound, value))
     return value
 
 
 def check_gpus(gpus):
-    if _is_int(gpus) and gpus > MAX_GPUS_PER_HOST:
+    if is_int(gpus) and gpus > MAX_GPUS_PER_HOST:
         raise PlanError("gpus must be an integer from 1 to %d (the GPUs of one host: the planner plans a single node, "
                         "as vLLM checks TP x PP against the GPUs of its node), got %r" % (MAX_GPUS_PER_HOST, gpus))
     return check_count("gpus", gpus, MAX_GPUS_PER_HOST)
@@ -136,7 +132,7 @@ def check_gpu_memory_utilization(value):
 
 
 def check_max_model_len(value):
-    if value == -1 and _is_int(value):
+    if value == -1 and is_int(value):
         # vLLM reads -1 as "fit the longest length memory allows"; the planner
         # needs the length to decide whether a plan fits.
         raise PlanError("max_model_len must be an integer of at least 1 (vLLM's -1, fit to memory, cannot be planned "
@@ -541,7 +537,7 @@ def _settle_max_model_len(max_model_len, model):
     declared = model.get("max_position_embeddings")
     if declared is None:
         raise PlanError("max_model_len is not set and the model config has no max_position_embeddings")
-    if not _is_int(declared) or declared < 1:
+    if not is_int(declared) or declared < 1:
         raise PlanError("max_model_len is not set and the model config's max_position_embeddings is not a positive "
                         "integer (%r): set max_model_len" % (declared,))
     return declared
@@ -590,7 +586,7 @@ def check_traffic(workload):
         if workload.get(key) is not None:
             check_count("workload." + key, workload[key], upper)
     prefix = workload.get("prefix_len")
-    if prefix is not None and not (_is_int(prefix) and 0 <= prefix <= MAX_WORKLOAD_TOKENS):
+    if prefix is not None and not (is_int(prefix) and 0 <= prefix <= MAX_WORKLOAD_TOKENS):
         raise PlanError("workload.prefix_len must be an integer from 0 to %d, got %r"
                         % (MAX_WORKLOAD_TOKENS, workload["prefix_len"]))
     burstiness = workload.get("burstiness", 1.0)

@@ -38,6 +38,8 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_int
+
 
 RECIPE_FIELDS = ("tool_call_parser", "reasoning_parser", "enable_auto_tool_choice", "chat_template", "speculative",
                  "mm_encoder_tp_mode", "all2all_backend", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",
@@ -387,9 +389,6 @@ def _type_name(value):
     return type(value).__name__
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
 
 def _fail(where, field, expected, value):
     raise RecipeError("%s.%s must be %s, got %r (%s)" % (where, field, expected, value, _type_name(value)))
@@ -408,7 +407,7 @@ def check_field(where, field, value):
         if not isinstance(value, bool):
             _fail(where, field, "a boolean", value)
     elif field in POSITIVE_INT_FIELDS:
-        if not _is_int(value) or value <= 0:
+        if not is_int(value) or value <= 0:
             _fail(where, field, "an integer > 0", value)
     elif field == "gpu_memory_utilization":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
@@ -431,7 +430,7 @@ def _check_speculative(where, value):
                               % (where, key, " and ".join(SPECULATIVE_REQUIRED)))
     if not isinstance(value["method"], str) or not value["method"]:
         _fail(where, "speculative.method", "a non-empty string", value["method"])
-    if not _is_int(value["num_speculative_tokens"]) or value["num_speculative_tokens"] <= 0:
+    if not is_int(value["num_speculative_tokens"]) or value["num_speculative_tokens"] <= 0:
         _fail(where, "speculative.num_speculative_tokens", "an integer > 0", value["num_speculative_tokens"])
     if "model" in value and not isinstance(value["model"], str):
         _fail(where, "speculative.model", "a string", value["model"])

@@ -20,7 +20,7 @@ import struct
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import checkpoint
+from ansible_collections.gauntlet.vllm.plugins.module_utils import checkpoint, safe_io
 from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import (
     CACHE_FILE_NAME,
     CheckpointError,
@@ -1122,15 +1122,14 @@ def test_index_larger_than_its_cap_is_not_read_whole(tmp_path, monkeypatch):
     with open(path, "wb") as handle:
         handle.truncate(checkpoint.MAX_INDEX_BYTES + 1)  # sparse: nothing written
     reads = []
-    real_open = builtins.open
+    real_open = safe_io._open_regular  # pylint: disable=protected-access
 
-    def counting_open(file, mode="r", *args, **kwargs):
-        handle = real_open(file, mode, *args, **kwargs)
+    def counting_open(file, error):
+        handle = real_open(file, error)
         if file == path:
-            real_read = handle.read
-            handle = _ReadSpy(handle, real_read, reads)
+            handle = _ReadSpy(handle, handle.read, reads)
         return handle
-    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(safe_io, "_open_regular", counting_open)
     with pytest.raises(CheckpointError, match="larger than 64 MiB, the most this file may hold"):
         load_weight_map(path)
     assert reads and all(size is not None and 0 < size <= checkpoint.MAX_INDEX_BYTES + 1 for size in reads)

@@ -20,7 +20,6 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import 
     ModelConfigError,
     load_model_config,
     normalize_model_config,
-    read_json_object,
     resolve_config_path,
 )
 
@@ -801,11 +800,6 @@ def test_error_normalize_non_dict():
         normalize_model_config([], config_path="x.json")
 
 
-def test_read_json_object_returns_dict(tmp_path):
-    path = write_json(tmp_path / "a.json", {"a": 1})
-    assert read_json_object(path) == {"a": 1}
-
-
 def test_input_not_mutated():
     config = raw("moonshotai--Kimi-K2.5")
     before = copy.deepcopy(config)
@@ -844,18 +838,6 @@ def test_oversized_config_is_refused_without_reading_it_whole(tmp_path, monkeypa
     with pytest.raises(model_config.ModelConfigError) as err:
         model_config.load_model_config(str(tmp_path))
     assert str(err.value) == "%s: larger than %s, the most this file may hold; refusing to read it" % (tmp_path / file_name, cap)
-
-
-def test_read_text_keeps_its_signature_and_caps_what_it_reads(tmp_path):
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import read_text
-
-    class Custom(Exception):
-        pass
-    path = tmp_path / "RECORD"
-    path.write_bytes(b"a" * 100)
-    assert read_text(str(path), Custom) == "a" * 100
-    with pytest.raises(Custom, match="RECORD: larger than 99 bytes"):
-        read_text(str(path), Custom, limit=99)
 
 
 # ---------------------------------------------------------------------------

@@ -202,9 +202,8 @@ def test_a_refused_connection_names_the_url():
 def test_a_server_slower_than_the_timeout_is_an_error_not_a_hang():
     with serving(delay=2.0) as server:
         url = "http://127.0.0.1:%d/metrics" % server.server_port
-        started = time.time()
+        # The server answers after 2 s: a reader that ignored its 0.3 s timeout would get the figures.
         figures, error = vm.read_metrics(url, 0.3)
-        assert time.time() - started < 1.5
     assert figures is None and error.startswith(url + " could not be read: ") and "timed out" in error
 
 

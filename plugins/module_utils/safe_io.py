@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Reading what the collection did not write: bounded text and JSON reads, and the checks of plain values that
+every module shares.
+
+A file given by an operator or found on a host may be huge, not UTF-8, not JSON, nested past Python's recursion
+limit, or not a file at all (a FIFO blocks an ``open`` for reading until a writer comes, forever). Each reader here
+refuses those with the caller's exception class and a message that names the file, and never blocks on one.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import math
+import os
+import stat
+
+# What a text file read through read_text may hold at most, unless the caller says less.
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+
+
+class SafeIOError(ValueError):
+    """A file or value the collection cannot use; the message names it."""
+
+
+def size_text(count):
+    """``64 MiB``, ``512 KiB`` or ``100 bytes``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale and count % scale == 0:
+            return "%d %s" % (count // scale, unit)
+    return "%d bytes" % count
+
+
+def _open_regular(path, error):
+    """A read handle on ``path`` when it is a regular file; opened without blocking, so a FIFO (which would wait
+    for a writer) or a device is refused instead of hanging the module."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except (IOError, OSError, TypeError, ValueError) as exc:
+        raise error("%s: cannot read file: %s" % (path, exc))
+    try:
+        mode = os.fstat(descriptor).st_mode
+    except OSError as exc:
+        os.close(descriptor)
+        raise error("%s: cannot read file: %s" % (path, exc))
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        raise error("%s: not a regular file (a FIFO, socket or device could block or never end); refusing to read it"
+                    % path)
+    return os.fdopen(descriptor, "rb")
+
+
+def read_text(path, error=SafeIOError, limit=MAX_TEXT_BYTES):
+    """The UTF-8 text of the regular file ``path``, at most ``limit`` bytes; a file that is larger, not a regular
+    file, or cannot be read or decoded, raises ``error`` naming the file (and the cap)."""
+    with _open_regular(path, error) as handle:
+        try:
+            raw = handle.read(limit + 1)
+        except (IOError, OSError) as exc:
+            raise error("%s: cannot read file: %s" % (path, exc))
+    if len(raw) > limit:
+        raise error("%s: larger than %s, the most this file may hold; refusing to read it" % (path, size_text(limit)))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error("%s: not UTF-8 text: %s" % (path, exc))
+
+
+def parse_json(text, where, error=SafeIOError):
+    """``json.loads`` whose every failure (bad syntax, a number over int()'s digit limit, nesting deeper than
+    Python's recursion limit) raises ``error`` naming ``where``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error("%s: invalid JSON: nested too deeply" % where)
+    except ValueError as exc:
+        raise error("%s: invalid JSON: %s" % (where, str(exc)[:300]))
+
+
+def read_json_object(path, error=SafeIOError, limit=MAX_TEXT_BYTES):
+    """Load ``path`` (at most ``limit`` bytes) as JSON and insist on a top-level object; problems raise ``error``."""
+    data = parse_json(read_text(path, error, limit), path, error)
+    if not isinstance(data, dict):
+        raise error("%s: expected a JSON object at the top level, got %s" % (path, json_type_name(data)))
+    return data
+
+
+def json_type_name(value):
+    """The JSON name of a value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return type(value).__name__
+
+
+def usable_cpus():
+    """CPUs this process may run on (a container's or cgroup's share, not the machine's): how many workers a module
+    may start."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def is_int(value):
+    """An int that is not a bool (True is an int to isinstance)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_finite_number(value):
+    """An int or float that is not a bool, NaN or an infinity."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
