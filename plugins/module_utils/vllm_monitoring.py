@@ -31,7 +31,7 @@ import time
 from urllib.error import HTTPError, URLError
 from urllib.request import HTTPSHandler, ProxyHandler, build_opener
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_int
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_finite_number, is_int
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import find_units, flag_value
 
 DEFAULT_STATE_DIR = "/var/lib/gauntlet-vllm"
@@ -246,11 +246,6 @@ def watchdog_state_path(state_dir, unit):
     return os.path.join(state_dir, "watchdog", "%s.json" % unit)
 
 
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def state_shape_problems(state):
     """What is wrong with a parsed watchdog state (design18's shape), as field-naming messages."""
     if not isinstance(state, dict):
@@ -260,7 +255,7 @@ def state_shape_problems(state):
         if not is_int(state.get(field)) or state.get(field) < 0:
             problems.append("%s must be a whole number of 0 or more (got %r)" % (field, state.get(field)))
     restarts = state.get("restarts")
-    if not isinstance(restarts, list) or not all(_is_number(item) for item in restarts):
+    if not isinstance(restarts, list) or not all(is_finite_number(item) for item in restarts):
         problems.append("restarts must be a list of epoch seconds (got %r)" % (_short(restarts, 60),))
     if not isinstance(state.get("gave_up"), bool):
         problems.append("gave_up must be true or false (got %r)" % (state.get("gave_up"),))

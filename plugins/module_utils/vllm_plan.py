@@ -10,13 +10,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
-
 from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
 from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_error_bands
 from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_int
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_finite_number, is_int
 from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
     DeviceSpecError,
     check_device_spec,
@@ -98,10 +96,6 @@ class PlanError(Exception):
     """Inputs the planner cannot work with; the message names the input."""
 
 
-def _is_number(value):
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) and math.isfinite(value)
-
-
 def check_count(name, value, upper=None):
     """An integer of at least 1 (and at most ``upper``), else PlanError naming ``name``."""
     if not is_int(value) or value < 1 or (upper is not None and value > upper):
@@ -118,7 +112,7 @@ def check_gpus(gpus):
 
 
 def check_gpu_memory_gib(gpu_memory_gib):
-    if not _is_number(gpu_memory_gib) or not 0 < gpu_memory_gib <= MAX_GPU_MEMORY_GIB:
+    if not is_finite_number(gpu_memory_gib) or not 0 < gpu_memory_gib <= MAX_GPU_MEMORY_GIB:
         raise PlanError("gpu_memory_gib must be a number of GiB above 0 and at most %d (one GPU's memory), got %r"
                         % (MAX_GPU_MEMORY_GIB, gpu_memory_gib))
     return gpu_memory_gib
@@ -126,7 +120,7 @@ def check_gpu_memory_gib(gpu_memory_gib):
 
 def check_gpu_memory_utilization(value):
     # vllm/config/cache.py CacheConfig.gpu_memory_utilization: Field(gt=0, le=1).
-    if not _is_number(value) or not 0 < value <= 1:
+    if not is_finite_number(value) or not 0 < value <= 1:
         raise PlanError("gpu_memory_utilization must be a number in (0, 1], got %r" % (value,))
     return value
 
@@ -590,7 +584,7 @@ def check_traffic(workload):
         raise PlanError("workload.prefix_len must be an integer from 0 to %d, got %r"
                         % (MAX_WORKLOAD_TOKENS, workload["prefix_len"]))
     burstiness = workload.get("burstiness", 1.0)
-    if not (_is_number(burstiness) and burstiness > 0):
+    if not (is_finite_number(burstiness) and burstiness > 0):
         raise PlanError("workload.burstiness must be a number above 0 (1 is Poisson), got %r" % (burstiness,))
     _check_rates(workload)
     goodput = workload.get("goodput") or {}
@@ -620,7 +614,7 @@ def check_constraints(ttft_p99_ms=None, min_user_tokens_per_s=None):
     for name, value in (("ttft_p99_ms", ttft_p99_ms), ("min_user_tokens_per_s", min_user_tokens_per_s)):
         if value is None:
             continue
-        if not _is_number(value) or value <= 0:
+        if not is_finite_number(value) or value <= 0:
             raise PlanError("%s must be a number above 0, got %r" % (name, value))
         constraints[name] = value
     return constraints

@@ -389,7 +389,6 @@ def _type_name(value):
     return type(value).__name__
 
 
-
 def _fail(where, field, expected, value):
     raise RecipeError("%s.%s must be %s, got %r (%s)" % (where, field, expected, value, _type_name(value)))
 
