@@ -21,6 +21,10 @@ import stat
 
 # What a text file read through read_text may hold at most, unless the caller says less.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
+# How a file the collection did not write is opened: read-only, never waiting (a FIFO without a writer would block
+# a plain open forever; the caller checks fstat for a regular file next), never kept by a child, never a terminal.
+READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+              | getattr(os, "O_NOCTTY", 0))
 
 
 class SafeIOError(ValueError):
@@ -38,9 +42,8 @@ def size_text(count):
 def _open_regular(path, error):
     """A read handle on ``path`` when it is a regular file; opened without blocking, so a FIFO (which would wait
     for a writer) or a device is refused instead of hanging the module."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        descriptor = os.open(path, flags)
+        descriptor = os.open(path, READ_FLAGS)
     except (IOError, OSError, TypeError, ValueError) as exc:
         raise error("%s: cannot read file: %s" % (path, exc))
     try:

@@ -58,7 +58,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import default_workers
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import READ_FLAGS, read_text
 
 
 DEFAULT_DISTRIBUTIONS = ("vllm", "torch")
@@ -86,7 +86,6 @@ TOP_LEVEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 NOT_PLAIN = re.compile(r"(?:^|/)(?:\.{1,2})?(?:/|$)")
 # One or more of ``-``, ``_``, ``.``: the PEP 503 normalisation folds each run into one ``-``.
 NAME_SEPARATORS = re.compile(r"[-_.]+")
-OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 # What a check of one RECORD entry found.
 FOUND_OK = "ok"
@@ -426,7 +425,7 @@ def check_file(full, algorithm):
             return FOUND_ERROR, None, None, 0, str(exc)
         return FOUND_OK, st.st_size, None, 0, None
     try:
-        fd = os.open(full, OPEN_FLAGS)
+        fd = os.open(full, READ_FLAGS)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             return FOUND_MISSING, None, None, 0, None

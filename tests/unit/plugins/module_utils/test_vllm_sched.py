@@ -187,8 +187,12 @@ def test_without_an_slo_there_is_no_goodput_and_no_verdict():
     assert "goodput" not in level and level["slo_met"] is None
 
 
-@pytest.mark.parametrize("workload", [dict(concurrency=8, requests_per_level=32, output_len=40),
-                                      dict(rate=30.0, requests_per_level=40, output_len=40)])
+# A closed loop's waves and an open loop's arrivals, each long enough for the median request to ride other steps.
+CLOSED_AND_OPEN = [dict(concurrency=8, requests_per_level=32, output_len=40),
+                   dict(rate=30.0, requests_per_level=40, output_len=40)]
+
+
+@pytest.mark.parametrize("workload", CLOSED_AND_OPEN)
 def test_the_median_requests_wait_is_split_into_decode_steps_and_prompts_that_add_up_to_its_ttft(workload):
     level = simulate(**workload)
     wait = level["ttft_wait_ms"]
@@ -197,8 +201,7 @@ def test_the_median_requests_wait_is_split_into_decode_steps_and_prompts_that_ad
     assert 8.0 + wait["decode"] + wait["prefill"] == pytest.approx(level["ttft_ms"]["p50"], rel=0.01)
 
 
-@pytest.mark.parametrize("workload", [dict(concurrency=8, requests_per_level=32, output_len=40),
-                                      dict(rate=30.0, requests_per_level=40, output_len=40)])
+@pytest.mark.parametrize("workload", CLOSED_AND_OPEN)
 def test_the_median_requests_tokens_are_split_into_the_steps_they_rode(workload):
     level = simulate(**workload)
     split = level["tpot_split_ms"]
