@@ -102,6 +102,7 @@ def open_loop_section(result):
               for level in result["rate_levels"] if level.get("slo_misses")]
     if misses:
         lines += ["", "SLO missed at:"] + misses
+    lines += bench.unstreamed_note(result["rate_levels"])
     slo = report_files.slo_text(result.get("slo"))
     rate = result.get("max_sustainable_rate")
     reason = result.get("max_sustainable_rate_reason")

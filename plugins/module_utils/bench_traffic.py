@@ -268,6 +268,15 @@ def request_tpot(record):
     return (record["latency"] - record["ttft"]) / (tokens - 1)
 
 
+def arrived_whole(record):
+    """Whether every token of a completed request of more than one token reached the client in one network read.
+
+    Its E2E then equals its TTFT: the client or the server waited for the CPU until the request had ended (on a
+    loaded two-core host a tiny model's whole answer can), so the request shows no decode time at all.
+    """
+    return (record["completion_tokens"] or 0) > 1 and record["latency"] == record["ttft"]
+
+
 def is_good(record, slo):
     """Whether a completed request met every SLO given (each figure at or below its limit, in ms)."""
     figures = {"ttft_ms": record["ttft"], "tpot_ms": request_tpot(record), "e2el_ms": record["latency"]}

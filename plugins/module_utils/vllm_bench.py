@@ -43,6 +43,10 @@ vLLM 0.32's ``async_request_openai_completions`` / ``..._chat_completions`` and 
 - Both time E2E to the last chunk that carries a choice: the usage chunk and ``[DONE]`` do not
   move it. vLLM stamps each SSE message as it parses it; this module stamps each network read, so
   events that arrive in one read share a time.
+- A request of more than one token whose whole answer arrived in one read (E2E equal to TTFT:
+  the client or the server waited for the CPU until it had ended) has TPOT 0 in vLLM's figures.
+  Here its TPOT is left out of ``tpot_ms`` and the level counts it in ``unstreamed_requests``;
+  its TTFT, E2E and tokens count as usual. When no request of a level streamed, ``tpot_ms`` is 0.
 
 What is pure (metrics, saturation, baseline comparison, tables, option and answer checks) lives
 here without aiohttp so it can be tested anywhere; ``run_level`` needs aiohttp, which every vLLM
@@ -215,8 +219,11 @@ def level_metrics(concurrency, records, duration_s, slo=None):
             failed[record["error_class"]] = failed.get(record["error_class"], 0) + 1
     output_tokens = sum(record["completion_tokens"] or 0 for record in done)
     input_tokens = sum(record["prompt_tokens"] or 0 for record in done)
+    # A request whose answer arrived in one read has no measured decode time: vLLM's benchmark counts its TPOT as
+    # 0, which drags the median to 0 on a starved host; here it is left out of TPOT and counted apart.
+    whole = [record for record in done if traffic.arrived_whole(record)]
     tpots = [(record["latency"] - record["ttft"]) / (record["completion_tokens"] - 1)
-             for record in done if (record["completion_tokens"] or 0) > 1]
+             for record in done if (record["completion_tokens"] or 0) > 1 and not traffic.arrived_whole(record)]
     itls = [gap for record in done for gap in record["itl"]]
     duration_s = max(duration_s, 1e-9)
     return {
@@ -235,6 +242,7 @@ def level_metrics(concurrency, records, duration_s, slo=None):
         "total_tokens_per_s": round((input_tokens + output_tokens) / duration_s, 3),
         "ttft_ms": summarize_ms([record["ttft"] for record in done]),
         "tpot_ms": summarize_ms(tpots),
+        "unstreamed_requests": len(whole),
         "itl_ms": summarize_ms(itls),
         "e2el_ms": summarize_ms([record["latency"] for record in done]),
         "goodput": traffic.goodput(done, slo, duration_s),
@@ -332,7 +340,17 @@ def markdown_table(levels, title=None):
             level["output_tokens_per_s"], level["total_tokens_per_s"],
             level["ttft_ms"]["median"], level["ttft_ms"]["p99"], level["tpot_ms"]["median"], level["tpot_ms"]["p99"],
             level["itl_ms"]["median"], level["itl_ms"]["p99"], level["e2el_ms"]["median"], level["e2el_ms"]["p99"]))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + unstreamed_note(levels)) + "\n"
+
+
+def unstreamed_note(levels):
+    """Report lines naming the levels with requests left out of TPOT (``unstreamed_requests``); [] when none."""
+    counts = ["%s: %d of %d" % (level_name(level), level["unstreamed_requests"], level["completed"])
+              for level in levels if level.get("unstreamed_requests")]
+    if not counts:
+        return []
+    return ["", "Requests whose whole answer arrived in one read, left out of TPOT (the client or the server "
+            "waited for the CPU): %s." % ", ".join(counts)]
 
 
 _METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")

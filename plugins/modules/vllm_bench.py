@@ -264,6 +264,8 @@ notes:
     C([DONE]) and carry no error event. So a stream that stops cleanly before C([DONE]), or one where vLLM's server reports an error
     after some tokens (it sends an error event, then C([DONE])), is a success there and a C(stream) failure here.
     A chunked body cut off is a failure in both.
+  - A request whose whole answer arrived in one network read has TPOT 0 in C(vllm bench serve); here it is left out
+    of C(tpot_ms) and counted in C(unstreamed_requests).
   - Without C(usage), C(vllm bench serve) counts output tokens by re-tokenising the text; here each chunk with a
     choice counts one. Its request timeout is 6 hours; here O(request_timeout). When every request fails it warns
     and exits 0 with C(completed=0); here the level fails the task (O(max_failure_ratio)).
@@ -379,8 +381,17 @@ levels:
       description: Time to first token; C(mean), C(median), C(p50) (the median again), C(p90), C(p99) in ms.
       type: dict
     tpot_ms:
-      description: Time per output token after the first; same statistics.
+      description:
+        - Time per output token after the first; same statistics.
+        - Requests whose whole answer arrived in one network read are left out (see C(unstreamed_requests)); all
+          zeros when no request of the level streamed.
       type: dict
+    unstreamed_requests:
+      description:
+        - Completed requests of more than one token whose whole answer reached the client in one network read (E2E
+          equal to TTFT), so their decode time was not seen. The client or the server waited for the CPU until they
+          had ended. Their TPOT, which C(vllm bench serve) counts as 0, is left out of C(tpot_ms).
+      type: int
     itl_ms:
       description: Inter-token (inter-chunk) latency; same statistics.
       type: dict

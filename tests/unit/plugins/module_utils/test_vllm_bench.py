@@ -97,6 +97,25 @@ def test_failures_are_counted_by_class_and_kept_out_of_latencies():
     assert level["ttft_ms"]["p99"] == 100.0
 
 
+def test_an_answer_that_arrived_in_one_read_is_left_out_of_tpot():
+    # Measured on the rig's two cores under load: the whole stream in one read, E2E equal to TTFT. vLLM's
+    # benchmark counts TPOT 0 for it; here it is counted apart and TPOT comes from the requests that streamed.
+    whole = [ok_record(0.04, 0.04, 16), ok_record(0.05, 0.05, 16)]
+    streamed = [ok_record(0.02, 0.17, 16), ok_record(0.02, 0.32, 16)]
+    single_token = ok_record(0.03, 0.03, 1)
+    level = vllm_bench.level_metrics(1, whole + streamed + [single_token], duration_s=1.0)
+    assert level["unstreamed_requests"] == 2
+    assert level["tpot_ms"]["median"] == pytest.approx(15.0)        # (10 + 20) / 2 ms, the zeros left out
+    assert level["ttft_ms"]["median"] == pytest.approx(30.0)        # TTFT, E2E and tokens count every request
+    assert level["output_tokens"] == 65 and level["completed"] == 5
+    table = vllm_bench.markdown_table([level])
+    assert "left out of TPOT" in table and "C=1: 2 of 5" in table
+    nobody = vllm_bench.level_metrics(1, whole, duration_s=1.0)
+    assert nobody["unstreamed_requests"] == 2 and nobody["tpot_ms"]["median"] == 0.0
+    streaming = vllm_bench.level_metrics(1, streamed, duration_s=1.0)
+    assert streaming["unstreamed_requests"] == 0 and "left out" not in vllm_bench.markdown_table([streaming])
+
+
 def level(concurrency, tok_s, completed=10):
     return {"concurrency": concurrency, "completed": completed, "output_tokens_per_s": tok_s,
             "request_throughput": tok_s / 100, "ttft_ms": {"p99": 50.0 * concurrency}, "tpot_ms": {"median": 10.0},
