@@ -18,7 +18,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_probe import ARGUMENT_SPEC, wait_until_ready
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_probe import ARGUMENT_SPEC, wait_until_ready
 
 display = Display()
 

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import flag_value
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import flag_value
 
 # Addresses only the host itself can reach: a server bound there cannot be scraped from a monitoring host.
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Filters over the planner's performance model (logic in module_utils/vllm_perf).
+"""Filters over the planner's performance model (logic in module_utils/planning/vllm_perf).
 
 Their documentation is in the .yml file of each filter next to this one.
 """
@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import calibration_from_levels, prediction_errors
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_perf import calibration_from_levels, prediction_errors
 
 
 def vllm_calibration(estimate, levels, source=None):

@@ -4,7 +4,7 @@
 
 """The rollout's health gate: a host's short sweep after a deployment against its recorded baseline.
 
-Its documentation is in vllm_gate_verdict.yml next to this file; the logic is in module_utils/vllm_rollout.py.
+Its documentation is in vllm_gate_verdict.yml next to this file; the logic is in module_utils/fleet/vllm_rollout.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_rollout import GateError, gate_verdict
+from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet.vllm_rollout import GateError, gate_verdict
 
 
 def vllm_gate_verdict(measured, baseline=None, concurrency=None, max_regression=0.25, max_error_rate=0.0):

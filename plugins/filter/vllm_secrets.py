@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Filters that keep secrets out of vLLM units, facts and records (logic in module_utils/vllm_units).
+"""Filters that keep secrets out of vLLM units, facts and records (logic in module_utils/serving/vllm_units).
 
 Their documentation is in the .yml file of each filter next to this one.
 """
@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import (
     client_key,
     listen_host,
     redact_argv,

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The ``vllm serve`` command line a unit will run, built on the controller by the same function the
-gauntlet.vllm.vllm_args_check module uses on the host (module_utils/vllm_args.build_serve_args).
+gauntlet.vllm.vllm_args_check module uses on the host (module_utils/planning/vllm_args.build_serve_args).
 
 Its documentation is in vllm_serve_argv.yml next to this file.
 """
@@ -17,7 +17,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_args import build_serve_args
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import build_serve_args
 
 
 def vllm_serve_argv(settings, venv="/opt/vllm/venv"):

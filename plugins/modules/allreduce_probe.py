@@ -134,7 +134,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import allreduce_probe as probe
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import allreduce_probe as probe
 
 ARGUMENT_SPEC = dict(
     python=dict(type="str", default="python3"),
@@ -158,7 +158,7 @@ def free_port():
 
 def nvml_facts():
     try:
-        from ansible_collections.gauntlet.vllm.plugins.module_utils.gpu_info import collect_gpu_facts
+        from ansible_collections.gauntlet.vllm.plugins.module_utils.host.gpu_info import collect_gpu_facts
         return collect_gpu_facts()
     except Exception:  # no NVML (GPU-less host): the caller must name the counts
         return {"count": 0, "devices": []}

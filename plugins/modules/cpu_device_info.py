@@ -66,7 +66,7 @@ basis:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.cpu_device import CpuDeviceError, cpu_device_spec
+from ansible_collections.gauntlet.vllm.plugins.module_utils.host.cpu_device import CpuDeviceError, cpu_device_spec
 
 
 def main():

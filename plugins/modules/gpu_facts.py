@@ -299,7 +299,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.gpu_info import collect_gpu_facts
+from ansible_collections.gauntlet.vllm.plugins.module_utils.host.gpu_info import collect_gpu_facts
 
 
 def main():

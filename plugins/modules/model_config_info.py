@@ -291,7 +291,7 @@ model:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import (
     ModelConfigError,
     load_model_config,
 )

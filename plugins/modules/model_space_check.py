@@ -119,7 +119,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_space import SpaceError, check_space
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_space import SpaceError, check_space
 
 
 def main():

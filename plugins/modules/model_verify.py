@@ -317,11 +317,8 @@ elapsed_s:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import (
-    CheckpointError,
-    failure_message,
-    verify_checkpoint,
-)
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.shards import CheckpointError
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.verify import failure_message, verify_checkpoint
 
 
 def main():

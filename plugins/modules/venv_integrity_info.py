@@ -334,7 +334,7 @@ elapsed_s:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_integrity import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_integrity import (
     DEFAULT_DISTRIBUTIONS,
     VenvIntegrityError,
     check_venv,

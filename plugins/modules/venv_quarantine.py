@@ -199,11 +199,11 @@ skipped:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_integrity import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_integrity import (
     DEFAULT_DISTRIBUTIONS,
     VenvIntegrityError,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_quarantine import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_quarantine import (
     quarantine_venv,
     restore_quarantine,
 )

@@ -232,8 +232,8 @@ message:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_args
-from ansible_collections.gauntlet.vllm.plugins.module_utils.state_record import StateRecordError
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_args
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.state_record import StateRecordError
 
 ARGUMENT_SPEC = dict(
     venv=dict(type="path", required=True),

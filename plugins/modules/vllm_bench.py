@@ -529,7 +529,7 @@ failed_level:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench as bench
 
 ARGUMENT_SPEC = dict(
     base_url=dict(type="str", default="http://127.0.0.1:8000"),

@@ -108,8 +108,8 @@ comparison:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_report
-from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_report
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import report_files
 
 ARGUMENT_SPEC = dict(
     result=dict(type="dict", required=True),

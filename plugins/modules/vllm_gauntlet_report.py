@@ -205,10 +205,10 @@ files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import gauntlet
-from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import gauntlet
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import report_files
 # The plot's prediction lines, kept importable from the module where the unit tests look for them.
-from ansible_collections.gauntlet.vllm.plugins.module_utils.gauntlet import draw_predicted  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench.gauntlet import draw_predicted  # noqa: F401 pylint: disable=unused-import
 
 ARGUMENT_SPEC = dict(
     candidates=dict(type="list", elements="dict", required=True),

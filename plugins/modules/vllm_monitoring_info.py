@@ -210,8 +210,8 @@ summary:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_monitoring import DEFAULT_STATE_DIR, monitoring_info
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import UnitsError
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_monitoring import DEFAULT_STATE_DIR, monitoring_info
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import UnitsError
 
 
 def main():

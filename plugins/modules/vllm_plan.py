@@ -80,7 +80,7 @@ options:
         dict of C(bandwidth_gbs) (GB/s each way per node, over all its NICs), C(latency_us) and optionally
         C(efficiency) (share of the bandwidth a collective reaches, default 1) from your own measurement.
       - Defaults to V(ethernet-100g). The presets' figures are line rates and typical latencies, in
-        C(plugins/module_utils/vllm_nodes.py).
+        C(plugins/module_utils/planning/vllm_nodes.py).
     type: raw
   executor_backend:
     description:
@@ -292,7 +292,7 @@ options:
   recipe:
     description:
       - The serving recipe (the flags the model's clients need - tool-call and reasoning parsers, auto tool choice,
-        chat template, speculative decoding, ...; the collection's recipes are data in C(plugins/module_utils/vllm_recipes.py),
+        chat template, speculative decoding, ...; the collection's recipes are data in C(plugins/module_utils/planning/vllm_recipes.py),
         listed in C(docs/recipes.md)).
       - V(auto) takes the first of O(recipes), then of the collection's, whose C(match) fits the model and whose C(vllm) range
         holds O(vllm_version); V(none) takes none; any other value names a recipe (an unknown name, or a named recipe whose
@@ -746,8 +746,8 @@ model_source:
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.hub import load_any_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanFailed, run
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.hub import load_any_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import PlanFailed, run
 
 ARGUMENT_SPEC = dict(
     model=dict(type="str", required=True),

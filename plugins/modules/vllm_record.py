@@ -150,7 +150,7 @@ content:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.state_record import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.state_record import (
     StateRecordError,
     read_record,
     write_record,

@@ -79,8 +79,8 @@ files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_rollout import MODULE_NAME, GateError, fleet_report
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import report_files
+from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet.vllm_rollout import MODULE_NAME, GateError, fleet_report
 
 ARGUMENT_SPEC = {
     "name": {"type": "str", "required": True},

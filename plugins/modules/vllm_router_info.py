@@ -101,7 +101,7 @@ servers:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_router import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet.vllm_router import (
     DEFAULT_BACKEND, DEFAULT_SOCKET, RouterError, router_info)
 
 

@@ -130,7 +130,7 @@ waited_s:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_router import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet.vllm_router import (
     DEFAULT_BACKEND, DEFAULT_SOCKET, STATES, WAITS, RouterError, router_server)
 
 

@@ -145,7 +145,7 @@ conflicts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import (
     UnitsError,
     find_conflicts,
     find_units,

@@ -275,7 +275,7 @@ journal_tail:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_probe import ARGUMENT_SPEC, probe
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_probe import ARGUMENT_SPEC, probe
 
 
 def main():

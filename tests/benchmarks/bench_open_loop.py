@@ -26,7 +26,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic, vllm_bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench
 
 CHUNK_GAP_S = 0.005
 

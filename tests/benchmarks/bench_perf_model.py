@@ -20,7 +20,7 @@ sys.path.insert(0, HERE)
 
 from perf_points_eval import (  # noqa: E402  pylint: disable=wrong-import-position
     band_errors, evaluate_points, h100_steps, h200_recordings, h200_waves, reference_box, serve_recordings)
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_error_bands import bands_from_errors  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_error_bands import bands_from_errors  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _error_line(label, errors):

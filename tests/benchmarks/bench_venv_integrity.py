@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_integrity import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_integrity import (
     check_venv,
     default_workers,
     find_distributions,

@@ -19,7 +19,8 @@ import subprocess
 import tempfile
 import time
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import default_workers, verify_checkpoint
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.shards import default_workers
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.verify import verify_checkpoint
 
 MIB = 1024 * 1024
 OLD_MTIME = 1700000000  # digests of files modified in the last seconds are not cached

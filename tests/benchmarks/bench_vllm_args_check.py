@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_args import build_serve_args, check_args
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import build_serve_args, check_args
 
 IMAGE = os.environ.get("GAUNTLET_VLLM_IMAGE", "localhost/gauntlet-bookworm-vllm:latest")
 PYTHON = "/opt/vllm/venv/bin/python"

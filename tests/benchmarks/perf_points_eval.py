@@ -13,10 +13,12 @@ import json
 import os
 import time
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic, vllm_error_bands, vllm_perf
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_error_bands
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_perf
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
 from perf_points import POINTS  # pylint: disable=import-error
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for, plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import evaluate_plan_for, plan_model
 
 TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 MODEL_CONFIGS = os.path.join(TESTS, "unit", "fixtures", "model_configs")
@@ -148,8 +150,10 @@ def h200_recordings():
 def recorded_step_model(name, entry, gpu="NVIDIA H200"):
     """The planner's StepModel for one recorded model (its config.json in ``entry``) on one ``gpu`` (TP1), eager as
     it was run."""
-    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware, vllm_memory, vllm_perf
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import kv_bytes_per_token, layer_signatures
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_hardware
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_memory
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_perf
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory import kv_bytes_per_token, layer_signatures
     sidecar = H200_SIDECARS.get(name)
     hf_quant = None
     if sidecar:
@@ -206,7 +210,8 @@ def h200_waves():
 
 
 def _wave_row(name, step, batch, input_len, output_len, measured_ms):
-    from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_perf, vllm_sched
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_perf
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_sched
     limits = {"max_num_seqs": 256, "max_num_batched_tokens": H200_LLM_BATCHED_TOKENS}
     workload = {"input_len": input_len, "output_len": output_len, "requests_per_level": batch}
     count, dummy, dummy2, cap, busy = vllm_sched.level_traffic(workload, 1, concurrency=batch)

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_args import build_serve_args, check_many
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import build_serve_args, check_many
 
 IMAGE = os.environ.get("GAUNTLET_VLLM_IMAGE", "localhost/gauntlet-bookworm-vllm:latest")
 VENV = "/opt/vllm/venv"

@@ -115,8 +115,8 @@ LEARN_PLAYBOOK = """
 
 
 def tp4_estimate():
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import plan_model
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import plan_model
     planned = plan_model(load_model_config(MINIMAX), 8, 95.6, "0.28.0", max_model_len=32768,
                          workload={"input_len": 512, "output_len": 128, "concurrency": [1, 8, 32]})
     return [plan for plan in planned["plans"] if plan["name"] == "TP4"][0]["estimate"]
@@ -142,7 +142,7 @@ def learn(tmp_path, estimate, record):
 
 
 def test_a_measured_record_calibrates_the_planner_for_the_next_candidates(tmp_path):
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import calibration_from_levels
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_perf import calibration_from_levels
     estimate = tp4_estimate()
     levels = swept(estimate)
     learnt, dummy = learn(tmp_path, estimate, {"status": "measured", "result": {"levels": levels}})

@@ -20,8 +20,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import plan_model
 
 IMAGE = os.environ.get("GAUNTLET_VLLM_IMAGE", "localhost/gauntlet-bookworm-vllm:latest")
 MODELS = os.environ.get("GAUNTLET_MODELS", os.path.expanduser("~/.cache/gauntlet-vllm-rig/models"))
@@ -84,7 +84,7 @@ def planned():
     result = plan_model(model, GPUS_PER_NODE, 8.0, "0.32.0", nodes=2, max_model_len=256)
 
     def verdict(plan):
-        from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for
+        from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import evaluate_plan_for
         return evaluate_plan_for(model, plan, result["inputs"])
     return verdict
 

@@ -27,7 +27,7 @@ def test_built_tarball_excludes_tests_and_rig(tmp_path):
         manifest = json.load(tar.extractfile("MANIFEST.json"))
     assert manifest["collection_info"]["namespace"] == "gauntlet"
     assert manifest["collection_info"]["name"] == "vllm"
-    for shipped in ("plugins/modules/model_config_info.py", "plugins/module_utils/model_config.py",
+    for shipped in ("plugins/modules/model_config_info.py", "plugins/module_utils/planning/model_config.py",
                     "meta/runtime.yml", "README.md", "docs/ARCHITECTURE.md", "playbooks/main.yml"):
         assert shipped in names
     top_level = {n.split("/")[0] for n in names}

@@ -41,7 +41,9 @@ def names(folder, suffix=None, dirs=False):
 
 PARTS = (
     [("module", name) for name in names("plugins/modules", ".py")]
-    + [("module_utils", name) for name in names("plugins/module_utils", ".py")]
+    + [("module_utils package", name + "/") for name in names("plugins/module_utils", dirs=True)]
+    + [("module_utils", name) for package in names("plugins/module_utils", dirs=True)
+       for name in names("plugins/module_utils/" + package, ".py")]
     + [("filter plugin file", name) for name in names("plugins/filter", ".py")]
     + [("role", name) for name in names("roles", dirs=True)]
     + [("playbook", name) for name in names("playbooks", ".yml")]
@@ -52,7 +54,8 @@ PARTS = (
 
 def test_the_tree_has_the_parts_this_test_looks_for():
     kinds = set(kind for kind, dummy in PARTS)
-    assert kinds == {"module", "module_utils", "filter plugin file", "role", "playbook", "molecule scenario", "doc"}
+    assert kinds == {"module", "module_utils package", "module_utils", "filter plugin file", "role", "playbook",
+                     "molecule scenario", "doc"}
     assert len(PARTS) > 90
 
 

@@ -16,7 +16,7 @@ comment line saying why; no value is ever made up. A host where NVML cannot star
 ``pynvml``) gets ``gauntlet_gpu_collector_success 0``, no GPU samples and the reason as a comment.
 
 Standard library and ``pynvml`` (nvidia-ml-py) only: run it with the Python of the vLLM venv.
-It imports ``gpu_info.py`` (the collection's plugins/module_utils/gpu_info.py, written to run on
+It imports ``gpu_info.py`` (the collection's plugins/module_utils/host/gpu_info.py, written to run on
 its own) from its own directory, where the role vllm_monitoring installs both.
 """
 
@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import gpu_info  # noqa: E402 (the sibling copy of plugins/module_utils/gpu_info.py)
+import gpu_info  # noqa: E402 (the sibling copy of plugins/module_utils/host/gpu_info.py)
 
 OUTPUT_NAME = "gauntlet_gpu.prom"
 DEFAULT_TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"

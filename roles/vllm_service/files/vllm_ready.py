@@ -18,7 +18,7 @@ With --tool-check and/or --reasoning-check (servers started with --enable-auto-t
 one tool with tool_choice "auto" must come back 200 with a well-formed assistant message, and with the
 reasoning separated from content. A 400 to that request (vLLM refuses "auto" tool choice without its
 flags) exits 1 at once with vLLM's message; anything else short of passing keeps the unit "activating".
-The checks' logic is the same as gauntlet.vllm.vllm_wait's (plugins/module_utils/vllm_probe.py), copied
+The checks' logic is the same as gauntlet.vllm.vllm_wait's (plugins/module_utils/serving/vllm_probe.py), copied
 here because this script runs on the stdlib alone; a unit test keeps the copies identical.
 """
 

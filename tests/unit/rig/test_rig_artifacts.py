@@ -19,7 +19,7 @@ import zipfile
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SAFETENSORS_DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4}

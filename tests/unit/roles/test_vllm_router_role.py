@@ -29,7 +29,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_router as vr
+from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet import vllm_router as vr
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "vllm_router")

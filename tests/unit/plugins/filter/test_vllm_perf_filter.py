@@ -12,8 +12,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gauntlet.vllm.plugins.filter.vllm_perf import FilterModule, vllm_calibration
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import plan_model
 
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "model_configs", "meta-llama--Meta-Llama-3.1-70B.json")
 

@@ -16,10 +16,10 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import allreduce_probe as probe
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import gpu_spec
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for, plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import allreduce_probe as probe
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardware import gpu_spec
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import evaluate_plan_for, plan_model
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 

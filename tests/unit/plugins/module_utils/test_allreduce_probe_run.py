@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import allreduce_probe as probe
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import allreduce_probe as probe
 
 PARAMS = {"python": "python3", "backend": "nccl", "gpu_counts": None, "hidden_size": 512, "max_bytes": 4096,
           "iterations": 3, "warmup": 1, "timeout": 600, "gpu_name": None, "link": None}

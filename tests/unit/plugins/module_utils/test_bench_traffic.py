@@ -14,8 +14,8 @@ import random
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic as traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench
 
 
 @pytest.mark.parametrize("value, rate", [("inf", math.inf), ("INF", math.inf), (2, 2.0), ("2.5", 2.5), (0.25, 0.25)])

@@ -20,19 +20,23 @@ import struct
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import checkpoint, safe_io
-from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import (
-    CACHE_FILE_NAME,
-    CheckpointError,
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import digest_cache, shards
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import verify as verify_module
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io import safe_io
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.shards import (
     check_numbering,
-    check_safetensors,
-    failure_message,
-    load_cache,
+    CheckpointError,
     load_weight_map,
     normalize_checksum_mode,
     parse_expected_files,
     shard_key,
     unsafe_name_reason,
+)
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.safetensors import check_safetensors
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.digest_cache import load_cache
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.verify import (
+    CACHE_FILE_NAME,
+    failure_message,
     verify_checkpoint,
 )
 
@@ -770,14 +774,14 @@ def test_racy_files_are_cached_only_after_a_second_hash(ckpt, monkeypatch):
     # A fresh file whose second digest differs (written in between) is not cached.
     os.unlink(os.path.join(ckpt.path, CACHE_FILE_NAME))
     os.utime(ckpt.shard(2))
-    real_sha = checkpoint.sha256_of_handle
+    real_sha = verify_module.sha256_of_handle
     calls = []
 
     def changing(handle, chunk_size):
         calls.append(1)
         digest, count = real_sha(handle, chunk_size)
         return (digest if len(calls) == 1 else "0" * 64), count
-    monkeypatch.setattr(checkpoint, "sha256_of_handle", changing)
+    monkeypatch.setattr(verify_module, "sha256_of_handle", changing)
     result = verify(ckpt.path, expected_files={ckpt.shards[1]: ckpt.expected_files[ckpt.shards[1]]})
     entries = load_cache(os.path.join(ckpt.path, CACHE_FILE_NAME))[0]
     assert os.path.realpath(ckpt.shard(2)) not in entries and len(calls) == 2
@@ -872,7 +876,7 @@ def test_cache_is_marked_atomic_and_mode_0640(ckpt, monkeypatch):
     def broken_dump(data, handle, **kwargs):
         handle.write('{"gauntlet_vllm_verify_cache": 1, "files": {')
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(checkpoint.json, "dump", broken_dump)
+    monkeypatch.setattr(digest_cache.json, "dump", broken_dump)
     result = verify(ckpt.path, expected_files=ckpt.expected_files)
     assert not result["cache_written"] and "could not write the digest cache" in result["warnings"][0]
     with open(cache_file, "rb") as handle:
@@ -882,13 +886,13 @@ def test_cache_is_marked_atomic_and_mode_0640(ckpt, monkeypatch):
 
 def test_cache_replaced_by_a_foreign_file_while_hashing_is_not_overwritten(ckpt, monkeypatch):
     cache_file = os.path.join(ckpt.path, CACHE_FILE_NAME)
-    real_inspect = checkpoint._inspect_file
+    real_inspect = verify_module._inspect_file
 
     def inspect_then_replace(task, hash_mode, chunk_size):
         report = real_inspect(task, hash_mode, chunk_size)
         write_file(cache_file, b'{"mine": true}')
         return report
-    monkeypatch.setattr(checkpoint, "_inspect_file", inspect_then_replace)
+    monkeypatch.setattr(verify_module, "_inspect_file", inspect_then_replace)
     result = verify(ckpt.path, expected_files=ckpt.expected_files, workers=1)
     assert result["ok"] and not result["cache_written"]
     assert "exists and is not a model_verify digest cache" in result["warnings"][0]
@@ -1120,7 +1124,7 @@ def test_hostile_index_is_an_error_naming_it(tmp_path, content, says):
 def test_index_larger_than_its_cap_is_not_read_whole(tmp_path, monkeypatch):
     path = str(tmp_path / INDEX)
     with open(path, "wb") as handle:
-        handle.truncate(checkpoint.MAX_INDEX_BYTES + 1)  # sparse: nothing written
+        handle.truncate(shards.MAX_INDEX_BYTES + 1)  # sparse: nothing written
     reads = []
     real_open = safe_io._open_regular  # pylint: disable=protected-access
 
@@ -1132,7 +1136,7 @@ def test_index_larger_than_its_cap_is_not_read_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(safe_io, "_open_regular", counting_open)
     with pytest.raises(CheckpointError, match="larger than 64 MiB, the most this file may hold"):
         load_weight_map(path)
-    assert reads and all(size is not None and 0 < size <= checkpoint.MAX_INDEX_BYTES + 1 for size in reads)
+    assert reads and all(size is not None and 0 < size <= shards.MAX_INDEX_BYTES + 1 for size in reads)
 
 
 class _ReadSpy(object):

@@ -8,8 +8,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import cpu_device
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import check_device_spec
+from ansible_collections.gauntlet.vllm.plugins.module_utils.host import cpu_device
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardware import check_device_spec
 from ansible_collections.gauntlet.vllm.plugins.modules import cpu_device_info
 
 CPUINFO = """processor\t: 0

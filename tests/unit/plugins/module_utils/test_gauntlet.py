@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import gauntlet
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import gauntlet
 
 
 def level(concurrency, tok_s, ttft_p99, failed=0, completed=16):

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Tests for module_utils/gpu_info.py.
+"""Tests for module_utils/host/gpu_info.py.
 
 The H200 recording (tests/unit/fixtures/gpu/h200-1gpu.nvml.json) was made on a
 real NVIDIA H200 by tests/unit/fixtures/gpu/record_nvml.py; replaying it must
@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import gpu_info
+from ansible_collections.gauntlet.vllm.plugins.module_utils.host import gpu_info
 from ansible_collections.gauntlet.vllm.tests.unit.fixtures.gpu import nvml_replay
 from ansible_collections.gauntlet.vllm.tests.unit.fixtures.gpu.nvml_replay import (
     FakeNVML,

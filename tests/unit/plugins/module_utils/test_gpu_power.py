@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.gpu_power import PowerMeter, figures_from_recording, power_figures
+from ansible_collections.gauntlet.vllm.plugins.module_utils.host.gpu_power import PowerMeter, figures_from_recording, power_figures
 
 # Recordings of real GPUs, if any: {"energy_mj_start", "energy_mj_end", "seconds", "power_samples_mw": [...]} (and
 # optionally "gpus"), e.g. one H200 under a benchmark level.

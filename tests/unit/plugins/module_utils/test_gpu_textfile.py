@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Tests for roles/vllm_monitoring/files/gauntlet_gpu_textfile.py, the NVML textfile collector.
 
-The collector is copied with plugins/module_utils/gpu_info.py into one directory, as the role
+The collector is copied with plugins/module_utils/host/gpu_info.py into one directory, as the role
 installs them, and imported (or run) from there. NVML answers from the H200 recording
 (tests/unit/fixtures/gpu/h200-1gpu.nvml.json) cloned to two GPUs, with the calls gpu_facts does not
 make (utilisation, temperature, ECC) added by hand; the fake raises for any call not in it. Every
@@ -30,7 +30,7 @@ from ansible_collections.gauntlet.vllm.tests.unit.fixtures.gpu.nvml_replay impor
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
 COLLECTOR = os.path.join(ROOT, "roles", "vllm_monitoring", "files", "gauntlet_gpu_textfile.py")
-GPU_INFO = os.path.join(ROOT, "plugins", "module_utils", "gpu_info.py")
+GPU_INFO = os.path.join(ROOT, "plugins", "module_utils", "host", "gpu_info.py")
 RECORDING = nvml_replay.load_recording(os.path.join(ROOT, "tests", "unit", "fixtures", "gpu", "h200-1gpu.nvml.json"))
 UUID0 = "GPU-16fb8516-9f03-8d84-eb33-9dfbc4d69c74"
 UUID1 = "GPU-00000000-0000-0000-0000-000000000001"

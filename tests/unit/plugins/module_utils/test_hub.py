@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils.hub against real local HTTP servers: the Hub token never follows a redirect to
+"""module_utils.checkpoint.hub against real local HTTP servers: the Hub token never follows a redirect to
 another origin, a mistyped local path is named as such, hostile responses are errors naming them."""
 
 from __future__ import absolute_import, division, print_function
@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import hub
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import hub
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import ModelConfigError
 
 TOKEN = "hf_sekrit_redirect_token"
 CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import (
     INT_FIELDS,
     MLA_INT_FIELDS,
     ModelConfigError,
@@ -818,7 +818,7 @@ def test_input_not_mutated():
 ])
 @pytest.mark.parametrize("file_name", ["config.json", "hf_quant_config.json"])
 def test_hostile_json_is_an_error_naming_the_file(tmp_path, content, says, file_name):
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError, load_model_config
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import ModelConfigError, load_model_config
     good = b'{"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 256, "intermediate_size": 128}'
     (tmp_path / "config.json").write_bytes(good)
     (tmp_path / file_name).write_bytes(content)
@@ -829,7 +829,7 @@ def test_hostile_json_is_an_error_naming_the_file(tmp_path, content, says, file_
 
 @pytest.mark.parametrize("file_name,cap", [("config.json", "16 MiB"), ("hf_quant_config.json", "64 MiB")])
 def test_oversized_config_is_refused_without_reading_it_whole(tmp_path, monkeypatch, file_name, cap):
-    from ansible_collections.gauntlet.vllm.plugins.module_utils import model_config
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import model_config
     good = b'{"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 256, "intermediate_size": 128}'
     (tmp_path / "config.json").write_bytes(good)
     limit = {"config.json": model_config.MAX_CONFIG_BYTES, "hf_quant_config.json": model_config.MAX_HF_QUANT_BYTES}[file_name]

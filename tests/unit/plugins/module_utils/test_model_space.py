@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils.model_space: bytes still to transfer against the free bytes of the destination's file system."""
+"""module_utils.planning.model_space: bytes still to transfer against the free bytes of the destination's file system."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import model_space
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import model_space
 
 
 def fake_free(monkeypatch, free):

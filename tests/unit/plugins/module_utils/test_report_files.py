@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import report_files
 
 NAME = "vllm_test_report"
 MARKER = report_files.marker_of(NAME)

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import safe_io
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io import safe_io
 
 
 class Custom(Exception):

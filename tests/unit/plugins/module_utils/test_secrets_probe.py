@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where vllm_wait (module_utils/vllm_probe) and the units' ExecStartPost probe (vllm_ready.py)
+"""Where vllm_wait (module_utils/serving/vllm_probe) and the units' ExecStartPost probe (vllm_ready.py)
 send the API key: never on through a redirect, https verified by default; and what they report:
 journal lines without secrets."""
 
@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_probe
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_probe
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 KEY = "k-gauntlet-redirect-7f3c9e1d"

@@ -12,8 +12,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_units
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_units
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import (
     REDACTED,
     listen_host,
     redact_argv,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The collection's "already done?" records (module_utils/state_record.py): one format, a key that matches or
+"""The collection's "already done?" records (module_utils/io/state_record.py): one format, a key that matches or
 not, a foreign file that is refused and left alone, an older record of ours that matches nothing and is
 replaced, and a write that happens whole (through a temporary file) or not at all."""
 
@@ -15,8 +15,8 @@ import stat
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import state_record
-from ansible_collections.gauntlet.vllm.plugins.module_utils.state_record import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io import state_record
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.state_record import (
     StateRecordError,
     read_record,
     write_record,

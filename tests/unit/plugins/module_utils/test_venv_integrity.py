@@ -23,7 +23,7 @@ import zipfile
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_integrity import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_integrity import (
     VenvIntegrityError,
     check_venv,
     compile_ignore,

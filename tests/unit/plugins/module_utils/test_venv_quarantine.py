@@ -17,9 +17,9 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import venv_quarantine
-from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_integrity import check_venv
-from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_quarantine import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.install import venv_quarantine
+from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_integrity import check_venv
+from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_quarantine import (
     VenvQuarantineError,
     claim_folder,
     plan_quarantine,

@@ -14,9 +14,9 @@ import json
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_args
-from ansible_collections.gauntlet.vllm.plugins.module_utils.state_record import StateRecordError
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_args import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_args
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.state_record import StateRecordError
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import (
     ArgsBuildError,
     ArgsCheckError,
     build_serve_args,

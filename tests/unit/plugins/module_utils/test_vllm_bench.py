@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench
 
 
 @pytest.mark.parametrize("values, pct, expected", [

@@ -18,7 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic, vllm_bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench
 
 TOKEN_GAP_S = 0.01
 

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench
 
 
 def data(payload):

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_error_bands as bands
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import close_call, plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_error_bands as bands
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import close_call, plan_model
 
 BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks")
 MODEL_CONFIGS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "model_configs")

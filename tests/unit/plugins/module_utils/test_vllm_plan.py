@@ -12,9 +12,9 @@ import random
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import PlanError, enumerate_plans, plan_model
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_plan
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import PlanError, enumerate_plans, plan_model
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_plan
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "model_configs")
 CONFIGS = sorted(f[:-5] for f in os.listdir(FIXTURES) if f.endswith(".json") and not f.endswith("_hf_quant.json"))
@@ -114,7 +114,7 @@ def test_gpt_oss_tp_above_kv_heads_divides_by_zero():
 
 
 def test_a_plan_larger_than_the_host_gets_vllms_world_size_message():
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import evaluate_plan_for
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import evaluate_plan_for
     model = load("meta-llama--Meta-Llama-3.1-70B")
     inputs = plan_model(model, 4, RTX_PRO_6000_GIB, "0.28.0", max_model_len=8192)["inputs"]
     plan = evaluate_plan_for(model, {"tp": 8}, inputs)

@@ -12,9 +12,9 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_plan
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_plan
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import (
     MAX_GPUS_PER_HOST,
     MAX_PLANS,
     PlanError,
@@ -23,7 +23,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import (
     evaluate_plan_for,
     plan_model,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_rules import parse_version, version_warning
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_rules import parse_version, version_warning
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "model_configs")
 LLAMA = load_model_config(os.path.join(FIXTURES, "meta-llama--Meta-Llama-3.1-70B.json"), discover_hf_quant=False)

@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError, load_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_plan import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import ModelConfigError, load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import (
     PlanError,
     PlanFailed,
     gpus_from_facts,

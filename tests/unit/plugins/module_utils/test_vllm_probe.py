@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_probe
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_probe
 
 PARAMS = dict((key, spec.get("default")) for key, spec in vllm_probe.ARGUMENT_SPEC.items())
 PARAMS.update(unit="vllm-tiny-llama.service", model="tiny-llama")

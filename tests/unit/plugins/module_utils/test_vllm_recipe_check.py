@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Readiness that checks the recipe (issue 17): vllm_wait's probe (module_utils/vllm_probe) and the
+"""Readiness that checks the recipe (issue 17): vllm_wait's probe (module_utils/serving/vllm_probe) and the
 units' ExecStartPost probe (vllm_ready.py) send a chat completion offering a tool with tool_choice auto
 and check the answer's shape and its reasoning, against a fake server answering with vLLM 0.32's JSON
 (entrypoints/openai/chat_completion/protocol.py: ChatCompletionResponse, ChatMessage, ToolCall;
@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 import yaml
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_probe
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_probe
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_wait
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))

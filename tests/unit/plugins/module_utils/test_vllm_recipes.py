@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import normalize_model_config
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_recipes import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import normalize_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_recipes import (
     RECIPE_FIELDS,
     RECIPES,
     RecipeError,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rollout's health gate and fleet report (module_utils/vllm_rollout.py)."""
+"""The rollout's health gate and fleet report (module_utils/fleet/vllm_rollout.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_rollout import GateError, fleet_report, gate_verdict
+from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet.vllm_rollout import GateError, fleet_report, gate_verdict
 
 
 def level(tokens, concurrency=4, requests=16, failed=0, abandoned=0):

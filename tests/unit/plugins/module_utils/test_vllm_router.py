@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Tests for module_utils/vllm_router.py (HAProxy's runtime API).
+"""Tests for module_utils/fleet/vllm_router.py (HAProxy's runtime API).
 
 STAT and STATE (tests/unit/fixtures/haproxy/) are the answers of a real HAProxy 2.6.12 (Debian bookworm) running the role's configuration,
 gpu-01 drained with its check passing (L7OK) and gpu-02 down (nothing listening: L4CON). A fake runtime
@@ -18,7 +18,7 @@ import threading
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_router as vr
+from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet import vllm_router as vr
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures", "haproxy")
 with open(os.path.join(FIXTURES, "show-stat-2.6.12.csv")) as _handle:

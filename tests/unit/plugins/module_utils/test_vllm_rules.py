@@ -15,8 +15,8 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_rules
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_rules
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "model_configs")
 _LOADED = {}

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_rules
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_rules
 
 
 def _rule_cases():

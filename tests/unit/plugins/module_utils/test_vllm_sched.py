@@ -11,7 +11,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_sched as sched
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_sched as sched
 
 LIMITS = {"max_num_seqs": 256, "max_num_batched_tokens": 1024}
 ROOMY_KV = 10 ** 7

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_units
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_units
 
 # As systemd 252 prints it (recorded in the rig's bookworm container).
 SMOKE_EXEC_START = (

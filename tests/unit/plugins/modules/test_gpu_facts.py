@@ -16,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import gpu_info
+from ansible_collections.gauntlet.vllm.plugins.module_utils.host import gpu_info
 from ansible_collections.gauntlet.vllm.plugins.modules import gpu_facts
 from ansible_collections.gauntlet.vllm.tests.unit.fixtures.gpu.nvml_replay import (
     FakeNVML,

@@ -125,5 +125,5 @@ def test_bad_setting_fails_naming_it(run_module, checker, venv):
 
 
 def test_options_match_the_builder_settings():
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_args import SETTINGS
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import SETTINGS
     assert set(SETTINGS) | {"venv", "check", "timeout", "record"} == set(vllm_args_check.ARGUMENT_SPEC)

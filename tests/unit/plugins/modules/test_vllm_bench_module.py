@@ -18,8 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic as traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench as bench
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_bench
 
 MODELS = {"object": "list", "data": [{"id": "tiny-llama", "object": "model", "root": "/nonexistent", "max_model_len": 256}]}

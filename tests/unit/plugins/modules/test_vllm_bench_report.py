@@ -10,7 +10,9 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_report, report_files, vllm_bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_report
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import report_files
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_bench_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -10,7 +10,8 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import gauntlet, report_files
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import gauntlet
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import report_files
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_gauntlet_report
 from ansible_collections.gauntlet.vllm.tests.unit.plugins.modules.test_vllm_bench_report import (
     PNG_MAGIC, Recorder, open_loop_sweep, sweep)

@@ -42,8 +42,8 @@ import os
 import shutil
 import stat
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import parse_json, read_text
-from ansible_collections.gauntlet.vllm.plugins.module_utils.venv_integrity import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import parse_json, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_integrity import (
     VenvIntegrityError,
     check_venv,
 )

@@ -22,7 +22,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import is_quantized
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory import is_quantized
 
 # The releases these rules were read from (docs/vllm-rules-by-version.md: the
 # 0.28.0 to 0.32.0 sdists; there are no patch releases in that range). Any

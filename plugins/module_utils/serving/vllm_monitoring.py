@@ -31,8 +31,8 @@ import time
 from urllib.error import HTTPError, URLError
 from urllib.request import HTTPSHandler, ProxyHandler, build_opener
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_finite_number, is_int
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import find_units, flag_value
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number, is_int
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import find_units, flag_value
 
 DEFAULT_STATE_DIR = "/var/lib/gauntlet-vllm"
 # A /metrics larger than this is not a vLLM server's (0.32 writes about 60 KiB).

@@ -36,17 +36,17 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardware import (
     allreduce_us,
     collective_us,
     p2p_us,
     peak_tflops,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory import (
     UNQUANTIZED_BYTES,
     padded_vocab,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_nodes import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_nodes import (
     internode_allreduce_us,
     internode_collective_us,
     internode_p2p_us,

@@ -10,17 +10,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_error_bands
-from ansible_collections.gauntlet.vllm.plugins.module_utils.allreduce_probe import measured_us
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import ModelConfigError
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_finite_number, is_int
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic as traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_error_bands
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.allreduce_probe import measured_us
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import ModelConfigError
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number, is_int
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardware import (
     DeviceSpecError,
     check_device_spec,
     gpu_spec,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory import (
     GIB,
     KV_CACHE_DTYPES,
     RUNTIME_RESERVE_GIB,
@@ -30,7 +30,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_memory import (
     stage_profiles,
     weights_per_gpu,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_nodes import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_nodes import (
     NodesError,
     check_executor_backend,
     nodes_from_facts,
@@ -40,14 +40,14 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_nodes import (
     launch,
     layout,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_perf import (
     DEFAULT_WORKLOAD,
     check_calibration,
     estimate_plan,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_recipes import RecipeError, resolve_serving
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_sched import refine_estimate
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_rules import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_recipes import RecipeError, resolve_serving
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_sched import refine_estimate
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_rules import (
     check_plan,
     moe_parallel,
     parse_version,

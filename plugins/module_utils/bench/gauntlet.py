@@ -32,7 +32,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import report_files
 
 MODULE_NAME = "vllm_gauntlet_report"
 

@@ -29,7 +29,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.text.converters import to_bytes
 
 # The SLO keys (vllm_bench's goodput) and the latency each limits: bench_traffic defines them.
-from ansible_collections.gauntlet.vllm.plugins.module_utils.bench_traffic import SLO_METRICS
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench.bench_traffic import SLO_METRICS
 
 REPORT_MODE = 0o640
 # A marker is written at the start (JSON sorts "generator" among the first keys only by luck, so look far

@@ -16,7 +16,7 @@ import os
 import re
 import time
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import usable_cpus
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import usable_cpus
 
 # FLOPs per cycle and core of one fused multiply-add unit pair at the vector
 # width the flags name (two FMA ports, as on every x86 server core of the

@@ -36,8 +36,8 @@ import heapq
 import math
 import random
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_perf import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic as traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_perf import (
     KV_BLOCK_TOKENS,
     REQUEST_OVERHEAD_MS,
     summarize_levels,

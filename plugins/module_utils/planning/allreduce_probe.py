@@ -26,7 +26,7 @@ import math
 import os
 import tempfile
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_hardware import gpu_spec, table_allreduce_us
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardware import gpu_spec, table_allreduce_us
 
 BF16_BYTES = 2
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024

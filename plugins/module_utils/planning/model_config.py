@@ -44,7 +44,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_int, json_type_name, read_json_object
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_int, json_type_name, read_json_object
 
 CONFIG_FILE_NAME = "config.json"
 HF_QUANT_FILE_NAME = "hf_quant_config.json"

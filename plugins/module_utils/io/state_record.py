@@ -31,7 +31,7 @@ import re
 import stat
 import tempfile
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import json_type_name, parse_json, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import json_type_name, parse_json, read_text
 
 MARKER_PREFIX = "gauntlet.vllm."
 RECORD_FORMAT = 1

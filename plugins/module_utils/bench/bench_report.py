@@ -13,9 +13,9 @@ __metaclass__ = type
 import json
 import time
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import report_files
-from ansible_collections.gauntlet.vllm.plugins.module_utils import vllm_bench as bench
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import parse_json, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import report_files
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench as bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import parse_json, read_text
 
 MODULE_NAME = "vllm_bench_report"
 MARKER = report_files.marker_of(MODULE_NAME)

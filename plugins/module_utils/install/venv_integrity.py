@@ -57,8 +57,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint import default_workers
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import READ_FLAGS, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.shards import default_workers
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import READ_FLAGS, read_text
 
 
 DEFAULT_DISTRIBUTIONS = ("vllm", "torch")

@@ -27,7 +27,7 @@ import os
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.state_record import read_record, write_record
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.state_record import read_record, write_record
 
 # Every setting build_serve_args reads; the module's options of the same names.
 SETTINGS = (

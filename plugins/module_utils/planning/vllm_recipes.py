@@ -38,7 +38,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import is_int
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_int
 
 
 RECIPE_FIELDS = ("tool_call_parser", "reasoning_parser", "enable_auto_tool_choice", "chat_template", "speculative",

@@ -73,11 +73,11 @@ import time
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils import bench_traffic as traffic
-from ansible_collections.gauntlet.vllm.plugins.module_utils.bench_traffic import percentile, summarize_ms
-from ansible_collections.gauntlet.vllm.plugins.module_utils.gpu_power import PowerMeter
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import MAX_CONFIG_BYTES
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import read_json_object
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic as traffic
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench.bench_traffic import percentile, summarize_ms
+from ansible_collections.gauntlet.vllm.plugins.module_utils.host.gpu_power import PowerMeter
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import MAX_CONFIG_BYTES
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import read_json_object
 
 try:
     import aiohttp

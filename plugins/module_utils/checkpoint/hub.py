@@ -26,8 +26,8 @@ import re
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import quote, urljoin, urlsplit
 from ansible.module_utils.urls import open_url
-
-from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import (
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import parse_json, size_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import (
     CONFIG_FILE_NAME,
     HF_QUANT_FILE_NAME,
     MAX_CONFIG_BYTES,
@@ -36,7 +36,6 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.model_config import 
     load_model_config,
     normalize_model_config,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.safe_io import parse_json, size_text
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")

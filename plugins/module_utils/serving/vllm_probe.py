@@ -24,7 +24,7 @@ import time
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.vllm_units import load_phase, redact_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import load_phase, redact_text
 
 # The options of the module and of the action plugin (which validates them before its loop).
 ARGUMENT_SPEC = dict(
