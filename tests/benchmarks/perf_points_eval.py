@@ -348,9 +348,8 @@ def served_entry(entry):
     args = entry.get("server_args") or []
     if "--quantization" not in args or "quantization_config" in entry["config"]:
         return entry
-    method = args[args.index("--quantization") + 1]
-    return dict(entry, config=dict(entry["config"], quantization_config={"quant_method": method,
-                                                                          "activation_scheme": "dynamic"}))
+    quantization = {"quant_method": args[args.index("--quantization") + 1], "activation_scheme": "dynamic"}
+    return dict(entry, config=dict(entry["config"], quantization_config=quantization))
 
 
 def _serve_estimate(entry, calibration=None):

@@ -14,6 +14,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_t
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_error_bands
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import ModelConfigError
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.plan_request import PlanRequest
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number, is_int
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardware import (
     DeviceSpecError,
@@ -620,53 +621,53 @@ def check_constraints(ttft_p99_ms=None, min_user_tokens_per_s=None):
     return constraints
 
 
-def check_perf_inputs(objective=None, workload=None, ttft_p99_ms=None, min_user_tokens_per_s=None, calibration=None,
-                      device_spec=None):
-    """The performance inputs checked and settled: (objective, workload, constraints, calibration, device_spec)."""
-    objective = objective or DEFAULT_OBJECTIVE
+def check_perf_inputs(request):
+    """A PlanRequest's performance inputs checked and settled: (objective, workload, constraints, calibration,
+    device_spec)."""
+    objective = request.objective or DEFAULT_OBJECTIVE
     if objective not in OBJECTIVES:
         raise PlanError("objective must be one of %s, got %r" % (", ".join(OBJECTIVES), objective))
     try:
-        calibration = check_calibration(calibration)
-        device_spec = check_device_spec(device_spec)
+        calibration = check_calibration(request.calibration)
+        device_spec = check_device_spec(request.device_spec)
     except (ValueError, DeviceSpecError) as exc:
         raise PlanError(str(exc))
-    return objective, check_workload(workload), check_constraints(ttft_p99_ms, min_user_tokens_per_s), calibration, device_spec
+    constraints = check_constraints(request.ttft_p99_ms, request.min_user_tokens_per_s)
+    return objective, check_workload(request.workload), constraints, calibration, device_spec
 
 
-def check_node_inputs(nodes, internode_link, executor_backend):
-    """``(nodes, settled inter-node link, executor backend)``; PlanError names the bad one."""
+def check_node_inputs(request):
+    """A PlanRequest's ``(nodes, settled inter-node link, executor backend)``; PlanError names the bad one."""
     try:
-        return (check_nodes(1 if nodes is None else nodes), check_internode_link(internode_link),
-                check_executor_backend(executor_backend or "mp"))
+        return (check_nodes(1 if request.nodes is None else request.nodes), check_internode_link(request.internode_link),
+                check_executor_backend(request.executor_backend or "mp"))
     except NodesError as exc:
         raise PlanError(str(exc))
 
 
-def settle_inputs(model, gpus, gpu_memory_gib, vllm_version, perf, gpu_memory_utilization=None, max_model_len=None,
-                  kv_cache_dtype=None, gpu_name=None, link=None, measured_allreduce_us=None, enforce_eager=False,
-                  node_inputs=(1, None, "mp")):
-    """Every default applied: the values plan_model evaluates plans with. ``perf`` is check_perf_inputs' tuple,
-    ``node_inputs`` check_node_inputs'. ``gpus`` is per node."""
-    warnings = check_inputs(gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization, max_model_len,
-                            kv_cache_dtype, link)
+def settle_inputs(model, request):
+    """Every default of a PlanRequest applied, every input checked (PlanError names the bad one): ``(warnings,
+    the values the plans are evaluated with)``. ``gpus`` is per node."""
+    perf, node_inputs = check_perf_inputs(request), check_node_inputs(request)
+    warnings = check_inputs(request.gpus, request.gpu_memory_gib, request.vllm_version, request.gpu_memory_utilization,
+                            request.max_model_len, request.kv_cache_dtype, request.link)
     nodes, internode_link, executor_backend = node_inputs
     objective, workload, constraints, calibration, device_spec = perf
-    spec_name, spec = gpu_spec(gpu_name, device_spec)
-    memory, memory_from = _settle_memory(gpu_memory_gib, spec_name, spec)
-    utilization = gpu_memory_utilization
+    spec_name, spec = gpu_spec(request.gpu_name, device_spec)
+    memory, memory_from = _settle_memory(request.gpu_memory_gib, spec_name, spec)
+    utilization = request.gpu_memory_utilization
     if utilization is None:
-        utilization = default_gpu_memory_utilization(vllm_version)
+        utilization = default_gpu_memory_utilization(request.vllm_version)
     return warnings, {
-        "gpus": gpus, "gpu_memory_gib": memory, "gpu_memory_from": memory_from,
-        "gpu_memory_utilization": utilization, "max_model_len": _settle_max_model_len(max_model_len, model),
-        "kv_cache_dtype": _settle_kv_cache_dtype(kv_cache_dtype, model, warnings), "vllm_version": vllm_version,
-        "runtime_reserve_gib": RUNTIME_RESERVE_GIB, "objective": objective, "workload": workload,
-        "constraints": constraints, "calibration": calibration, "device_spec": device_spec,
-        "enforce_eager": bool(enforce_eager), "gpu_name": spec_name, "link": link or spec["link"],
+        "gpus": request.gpus, "gpu_memory_gib": memory, "gpu_memory_from": memory_from,
+        "gpu_memory_utilization": utilization, "max_model_len": _settle_max_model_len(request.max_model_len, model),
+        "kv_cache_dtype": _settle_kv_cache_dtype(request.kv_cache_dtype, model, warnings),
+        "vllm_version": request.vllm_version, "runtime_reserve_gib": RUNTIME_RESERVE_GIB, "objective": objective,
+        "workload": workload, "constraints": constraints, "calibration": calibration, "device_spec": device_spec,
+        "enforce_eager": bool(request.enforce_eager), "gpu_name": spec_name, "link": request.link or spec["link"],
         # Not returned: the model's layer signatures, the spec and the probe.
         "signatures": layer_signatures(model), "spec_name": spec_name, "spec": spec,
-        "measured_allreduce_us": measured_allreduce_us,
+        "measured_allreduce_us": request.measured_allreduce_us,
         "nodes": nodes, "internode_link": internode_link, "executor_backend": executor_backend,
     }
 
@@ -674,11 +675,14 @@ def settle_inputs(model, gpus, gpu_memory_gib, vllm_version, perf, gpu_memory_ut
 PRIVATE_INPUTS = ("signatures", "spec", "spec_name", "measured_allreduce_us")
 
 
-def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization=None, max_model_len=None,
-               kv_cache_dtype=None, gpu_name=None, link=None, measured_allreduce_us=None, objective=None,
-               workload=None, ttft_p99_ms=None, min_user_tokens_per_s=None, calibration=None, device_spec=None,
-               enforce_eager=False, nodes=None, internode_link=None, executor_backend=None):
-    """Evaluate every plan; return ``{"plans": [...], "recommended": plan or None, "ranking": [...], "why": ...}``.
+def plan_model(model, gpus, gpu_memory_gib, vllm_version, **options):
+    """``make_plans`` for a PlanRequest made of these arguments (``options``: its other fields, by name)."""
+    return make_plans(model, PlanRequest(gpus, gpu_memory_gib, vllm_version, **options))
+
+
+def make_plans(model, request):
+    """Evaluate every plan for a PlanRequest; return ``{"plans": [...], "recommended": plan or None, "ranking":
+    [...], "why": ...}``.
 
     Every input is checked first (PlanError names the bad one); None means
     the default: the GPU's specification, vLLM's utilization default for the
@@ -686,12 +690,9 @@ def plan_model(model, gpus, gpu_memory_gib, vllm_version, gpu_memory_utilization
     the throughput objective and DEFAULT_WORKLOAD. With ``nodes`` > 1 (of
     ``gpus`` each, joined by ``internode_link``) the plans over 2 ... nodes
     nodes are evaluated too, and ``nodes_scaling`` says when more stop paying."""
-    perf = check_perf_inputs(objective, workload, ttft_p99_ms, min_user_tokens_per_s, calibration, device_spec)
-    node_inputs = check_node_inputs(nodes, internode_link, executor_backend)
-    warnings, settled = settle_inputs(model, gpus, gpu_memory_gib, vllm_version, perf, gpu_memory_utilization,
-                                      max_model_len, kv_cache_dtype, gpu_name, link, measured_allreduce_us, enforce_eager,
-                                      node_inputs)
-    results = [evaluate_plan(model, plan, settled) for plan in enumerate_plans(gpus, nodes=settled["nodes"])]
+    warnings, settled = settle_inputs(model, request)
+    results = [evaluate_plan(model, candidate, settled)
+               for candidate in enumerate_plans(request.gpus, nodes=settled["nodes"])]
     results = simulate_contenders(model, results, settled)
     ranked = sorted(results, key=_rank_key)
     best = ranked[0] if ranked and ranked[0]["valid"] and ranked[0]["fits"] and ranked[0]["meets_constraints"] else None
@@ -884,20 +885,11 @@ def plan_from_params(params, gpus, memory, name, link, measured, load_model):
     try:
         check_inputs(gpus, memory, params["vllm_version"], params["gpu_memory_utilization"], params["max_model_len"],
                      params["kv_cache_dtype"], link, params["plan"])
-        check_perf_inputs(params["objective"], params["workload"], params["ttft_p99_ms"], params["min_user_tokens_per_s"],
-                          params["calibration"], params["device_spec"])
+        check_perf_inputs(PlanRequest.from_module_options(params, gpus, memory, name, link))
         model, model_source = load_model(params["model"], params["revision"], params["hf_endpoint"], params["hf_token"])
         serving = serving_for(params, model)
         params = with_serving(params, serving["serving"])
-        result = plan_model(model, gpus, memory, params["vllm_version"],
-                            gpu_memory_utilization=params["gpu_memory_utilization"],
-                            max_model_len=params["max_model_len"], kv_cache_dtype=params["kv_cache_dtype"],
-                            gpu_name=name, link=link, measured_allreduce_us=measured, objective=params["objective"],
-                            workload=params["workload"], ttft_p99_ms=params["ttft_p99_ms"],
-                            min_user_tokens_per_s=params["min_user_tokens_per_s"], calibration=params["calibration"],
-                            device_spec=params["device_spec"], enforce_eager=params["enforce_eager"],
-                            nodes=params.get("nodes"), internode_link=params.get("internode_link"),
-                            executor_backend=params.get("executor_backend"))
+        result = make_plans(model, PlanRequest.from_module_options(params, gpus, memory, name, link, measured))
     except (ModelConfigError, PlanError) as exc:
         raise PlanFailed(str(exc))
     return model, model_source, serving, result
