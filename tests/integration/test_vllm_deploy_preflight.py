@@ -53,10 +53,13 @@ def test_auto_on_a_gpu_subset_plans_for_the_subset_only(tmp_path):
     assert verdict["plan"]["gpus_used"] <= 4, verdict["plan_name"]
     assert verdict["inputs"]["gpus"] == 4 and verdict["gpus"] == 4 and verdict["usable"] is True
     assert verdict["entry"]["gpus"] == ["0", "1", "2", "3"]
-    # Without a subset the whole host is planned for, and a plan on all 8 GPUs is chosen.
+    # Without a subset the whole host is planned for, and the plan chosen uses more GPUs than the subset had. (Which
+    # plan wins is the performance model's call: with the FP8 MoE share measured on an H100 it is TP2-DP3 on 6 GPUs,
+    # 7 % ahead of TP2-PP2-DP2 on 8, which had led by 0.6 % before.)
     result, verdict = run_preflight(tmp_path, {"plan": "auto"})
     assert result.returncode == 0, result.stdout[-3000:]
-    assert verdict["gpus"] == 8 and verdict["plan"]["gpus_used"] == 8, verdict["plan_name"]
+    assert verdict["gpus"] == 8 and verdict["inputs"]["gpus"] == 8, verdict["plan_name"]
+    assert verdict["plan"]["gpus_used"] > 4, verdict["plan_name"]
 
 
 def test_a_configured_plan_wider_than_the_subset_is_rejected_by_name(tmp_path):
