@@ -222,8 +222,8 @@ def level_metrics(concurrency, records, duration_s, slo=None):
     # A request whose answer arrived in one read has no measured decode time: vLLM's benchmark counts its TPOT as
     # 0, which drags the median to 0 on a starved host; here it is left out of TPOT and counted apart.
     whole = [record for record in done if traffic.arrived_whole(record)]
-    tpots = [(record["latency"] - record["ttft"]) / (record["completion_tokens"] - 1)
-             for record in done if (record["completion_tokens"] or 0) > 1 and not traffic.arrived_whole(record)]
+    tpots = [traffic.request_tpot(record) for record in done
+             if (record["completion_tokens"] or 0) > 1 and not traffic.arrived_whole(record)]
     itls = [gap for record in done for gap in record["itl"]]
     duration_s = max(duration_s, 1e-9)
     return {
