@@ -38,7 +38,7 @@ MAX_SHARD_SIZE = "300KB"
 # the tools' JSON signatures in the system turn, calls as <tool_call> JSON, tool results as
 # <tool_response> blocks in a user turn, and enable_thinking=false closing an empty <think> block
 # in the generation prompt. All output text sits in {{ }} so the layout adds no whitespace. The
-# collection ships the same file for any model of this shape (vllm_service_chat_template: chatml-tools.jinja).
+# collection ships the same file for any model of this shape (vllm_service_serving.chat_template: chatml-tools.jinja).
 CHAT_TEMPLATE_FILE = Path(__file__).resolve().parent.parent / "roles" / "vllm_service" / "files" / "chat_templates" / "chatml-tools.jinja"
 CHAT_TEMPLATE = "\n" + CHAT_TEMPLATE_FILE.read_text()
 

@@ -17,15 +17,16 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import build_serve_args
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import ArgsBuildError, build_serve_args
 
 
 def vllm_serve_argv(settings, venv="/opt/vllm/venv"):
     if not isinstance(settings, dict) or not settings.get("model"):
         raise AnsibleFilterError("vllm_serve_argv takes a dict of serving settings with a model, got %r" % (settings,))
-    # The unit's environment is not part of its command line; a caller may hand over the same settings dict.
-    return [venv.rstrip("/") + "/bin/vllm", "serve"] + build_serve_args(dict((key, value) for key, value in settings.items()
-                                                                             if key != "environment"))
+    try:
+        return [venv.rstrip("/") + "/bin/vllm", "serve"] + build_serve_args(settings)
+    except ArgsBuildError as exc:
+        raise AnsibleFilterError("vllm_serve_argv: %s" % exc)
 
 
 # Chat templates the collection ships (roles/vllm_service/files/chat_templates/) and where vllm_service puts them

@@ -15,7 +15,7 @@ version_added: 0.1.0
 description:
   - Builds the arguments after C(vllm serve) from structured settings, in the order the C(vllm_service) role puts
     them in the unit's C(ExecStart=) (model, name, listener, parallelism, memory, the serving recipe's flags, then
-    O(extra_args)).
+    O(serving.extra_args)).
   - Then checks them with the vLLM installed in O(venv), run by C(<venv>/bin/python) - vLLM's own C(vllm serve)
     argument parser (an unknown flag, a bad choice, a bad type, with the message vLLM prints),
     vLLM's C(validate_parsed_serve_args) (for example C(--enable-auto-tool-choice) without C(--tool-call-parser)),
@@ -49,80 +49,95 @@ options:
   plan_args:
     description:
       - The planner's parallelism arguments (a plan's C(vllm_args)), put on the command line as given.
-      - When set, O(tensor_parallel_size), O(pipeline_parallel_size), O(data_parallel_size) and
-        O(enable_expert_parallel) are ignored.
+      - When set, the parallel sizes of O(serving) are ignored.
     type: list
     elements: str
-  tensor_parallel_size:
-    description: C(--tensor-parallel-size) when above 1 and O(plan_args) is unset.
-    type: int
-    default: 1
-  pipeline_parallel_size:
-    description: C(--pipeline-parallel-size) when above 1 and O(plan_args) is unset.
-    type: int
-    default: 1
-  data_parallel_size:
-    description: C(--data-parallel-size) when above 1 and O(plan_args) is unset.
-    type: int
-    default: 1
-  enable_expert_parallel:
-    description: C(--enable-expert-parallel) when true and O(plan_args) is unset.
-    type: bool
-    default: false
-  max_model_len:
-    description: C(--max-model-len); C(0) leaves it to vLLM.
-    type: int
-    default: 0
-  gpu_memory_utilization:
-    description: C(--gpu-memory-utilization); C(0) leaves it to vLLM.
-    type: float
-    default: 0.0
-  kv_cache_dtype:
-    description: C(--kv-cache-dtype); C(auto) or empty leaves it out.
-    type: str
-    default: auto
-  trust_remote_code:
-    description: C(--trust-remote-code) when true.
-    type: bool
-    default: false
-  speculative_config:
+  serving:
     description:
-      - C(--speculative-config), written as JSON with its keys in the order given, for example
-        C(method=mtp) and C(num_speculative_tokens=1) for multi-token prediction; empty leaves it out.
+      - How the server serves, as one value - the C(vllm_service) role's C(vllm_service_serving), the same fields as
+        a C(vllm_deploy) verdict's C(serving). Absent fields take their defaults.
     type: dict
     default: {}
-  max_num_seqs:
-    description: C(--max-num-seqs); C(0) leaves it to vLLM.
-    type: int
-    default: 0
-  max_num_batched_tokens:
-    description: C(--max-num-batched-tokens); C(0) leaves it to vLLM.
-    type: int
-    default: 0
-  tool_call_parser:
-    description: C(--tool-call-parser); checked against the installed vLLM's tool parser registry.
-    type: str
-  enable_auto_tool_choice:
-    description: C(--enable-auto-tool-choice) when true (vLLM requires O(tool_call_parser) with it).
-    type: bool
-    default: false
-  reasoning_parser:
-    description: C(--reasoning-parser); checked against the installed vLLM's reasoning parser registry.
-    type: str
-  chat_template:
-    description: C(--chat-template), a file on the host or a template name vLLM ships; vLLM checks it exists.
-    type: str
-  mm_encoder_tp_mode:
-    description: C(--mm-encoder-tp-mode) (vLLM 0.32 knows C(weights) and C(data)).
-    type: str
-  all2all_backend:
-    description: C(--all2all-backend).
-    type: str
-  extra_args:
-    description: Further arguments, appended last as given.
-    type: list
-    elements: str
-    default: []
+    suboptions:
+      tensor_parallel_size:
+        description: C(--tensor-parallel-size) when above 1 and O(plan_args) is unset.
+        type: int
+        default: 1
+      pipeline_parallel_size:
+        description: C(--pipeline-parallel-size) when above 1 and O(plan_args) is unset.
+        type: int
+        default: 1
+      data_parallel_size:
+        description: C(--data-parallel-size) when above 1 and O(plan_args) is unset.
+        type: int
+        default: 1
+      enable_expert_parallel:
+        description: C(--enable-expert-parallel) when true and O(plan_args) is unset.
+        type: bool
+        default: false
+      max_model_len:
+        description: C(--max-model-len); C(0) leaves it to vLLM.
+        type: int
+        default: 0
+      gpu_memory_utilization:
+        description: C(--gpu-memory-utilization); C(0) leaves it to vLLM.
+        type: float
+        default: 0.0
+      kv_cache_dtype:
+        description: C(--kv-cache-dtype); C(auto) or empty leaves it out.
+        type: str
+        default: auto
+      trust_remote_code:
+        description: C(--trust-remote-code) when true.
+        type: bool
+        default: false
+      speculative:
+        description:
+          - C(--speculative-config), written as JSON with its keys in the order given, for example
+            C(method=mtp) and C(num_speculative_tokens=1) for multi-token prediction; empty leaves it out.
+        type: dict
+        default: {}
+      max_num_seqs:
+        description: C(--max-num-seqs); C(0) leaves it to vLLM.
+        type: int
+        default: 0
+      max_num_batched_tokens:
+        description: C(--max-num-batched-tokens); C(0) leaves it to vLLM.
+        type: int
+        default: 0
+      tool_call_parser:
+        description: C(--tool-call-parser); checked against the installed vLLM's tool parser registry. Empty leaves it out.
+        type: str
+        default: ""
+      enable_auto_tool_choice:
+        description: C(--enable-auto-tool-choice) when true (vLLM requires O(serving.tool_call_parser) with it).
+        type: bool
+        default: false
+      reasoning_parser:
+        description: C(--reasoning-parser); checked against the installed vLLM's reasoning parser registry. Empty leaves it out.
+        type: str
+        default: ""
+      chat_template:
+        description: C(--chat-template), a file on the host or a template name vLLM ships; vLLM checks it exists.
+        type: str
+        default: ""
+      mm_encoder_tp_mode:
+        description: C(--mm-encoder-tp-mode) (vLLM 0.32 knows C(weights) and C(data)).
+        type: str
+        default: ""
+      all2all_backend:
+        description: C(--all2all-backend).
+        type: str
+        default: ""
+      env:
+        description: The server's engine variables. Not part of the command line; accepted so that the whole value can be handed over.
+        type: dict
+        default: {}
+      extra_args:
+        description: Further arguments, appended last as given.
+        type: list
+        elements: str
+        default: []
   check:
     description: Check the command line with vLLM; C(false) only builds it.
     type: bool
@@ -154,7 +169,7 @@ attributes:
 notes:
   - The check parses with the vLLM in O(venv) under the environment of the task, not the unit's; engine variables
     that change vLLM's argument defaults may differ.
-  - A C(--tool-parser-plugin) or C(--reasoning-parser-plugin) given in O(extra_args) is imported before the parser
+  - A C(--tool-parser-plugin) or C(--reasoning-parser-plugin) given in O(serving.extra_args) is imported before the parser
     names are looked up, as C(vllm serve) does.
 seealso:
   - module: gauntlet.vllm.vllm_plan
@@ -170,17 +185,19 @@ EXAMPLES = r"""
     host: 127.0.0.1
     port: 8000
     plan_args: [--tensor-parallel-size, "2", --enable-expert-parallel]
-    max_num_seqs: 64
-    tool_call_parser: hermes
-    enable_auto_tool_choice: true
-    reasoning_parser: qwen3
+    serving:
+      max_num_seqs: 64
+      tool_call_parser: hermes
+      enable_auto_tool_choice: true
+      reasoning_parser: qwen3
   register: serve_args
 
 - name: MiniMax-M2.5 with its multi-token prediction, built only
   gauntlet.vllm.vllm_args_check:
     venv: /opt/vllm/venv
     model: MiniMaxAI/MiniMax-M2.5
-    speculative_config: {method: mtp, num_speculative_tokens: 1}
+    serving:
+      speculative: {method: mtp, num_speculative_tokens: 1}
     check: false
 """
 
@@ -242,24 +259,7 @@ ARGUMENT_SPEC = dict(
     host=dict(type="str"),
     port=dict(type="int"),
     plan_args=dict(type="list", elements="str"),
-    tensor_parallel_size=dict(type="int", default=1),
-    pipeline_parallel_size=dict(type="int", default=1),
-    data_parallel_size=dict(type="int", default=1),
-    enable_expert_parallel=dict(type="bool", default=False),
-    max_model_len=dict(type="int", default=0),
-    gpu_memory_utilization=dict(type="float", default=0.0),
-    kv_cache_dtype=dict(type="str", default="auto"),
-    trust_remote_code=dict(type="bool", default=False),
-    speculative_config=dict(type="dict", default={}),
-    max_num_seqs=dict(type="int", default=0),
-    max_num_batched_tokens=dict(type="int", default=0, no_log=False),
-    tool_call_parser=dict(type="str"),
-    enable_auto_tool_choice=dict(type="bool", default=False),
-    reasoning_parser=dict(type="str"),
-    chat_template=dict(type="str"),
-    mm_encoder_tp_mode=dict(type="str"),
-    all2all_backend=dict(type="str"),
-    extra_args=dict(type="list", elements="str", default=[]),
+    serving=dict(type="dict", default={}, options=vllm_args.serving_argument_spec()),
     check=dict(type="bool", default=True),
     timeout=dict(type="int", default=vllm_args.DEFAULT_TIMEOUT),
     record=dict(type="path"),

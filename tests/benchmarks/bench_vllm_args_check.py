@@ -24,7 +24,8 @@ IMAGE = os.environ.get("GAUNTLET_VLLM_IMAGE", "localhost/gauntlet-bookworm-vllm:
 PYTHON = "/opt/vllm/venv/bin/python"
 RUNS = 3
 SETTINGS = {"model": "/srv/models/tiny-qwen3-moe", "served_model_name": "tiny", "host": "127.0.0.1", "port": 8000,
-            "max_num_seqs": 8, "tool_call_parser": "hermes", "enable_auto_tool_choice": True, "reasoning_parser": "qwen3"}
+            "serving": {"max_num_seqs": 8, "tool_call_parser": "hermes", "enable_auto_tool_choice": True,
+                        "reasoning_parser": "qwen3"}}
 
 
 def podman_run(argv, data):

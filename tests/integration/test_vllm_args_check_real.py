@@ -27,8 +27,9 @@ VENV = "/opt/vllm/venv"
 PYTHON = VENV + "/bin/python"
 
 RECIPE = build_serve_args({"model": "/srv/models/tiny-qwen3-moe", "served_model_name": "tiny", "host": "127.0.0.1",
-                           "port": 8000, "max_num_seqs": 8, "tool_call_parser": "hermes", "enable_auto_tool_choice": True,
-                           "reasoning_parser": "qwen3", "speculative_config": {"method": "mtp", "num_speculative_tokens": 1}})
+                           "port": 8000, "serving": {"max_num_seqs": 8, "tool_call_parser": "hermes",
+                                                     "enable_auto_tool_choice": True, "reasoning_parser": "qwen3",
+                                                     "speculative": {"method": "mtp", "num_speculative_tokens": 1}}})
 # name -> the args after "vllm serve"
 CASES = {
     "recipe": RECIPE,

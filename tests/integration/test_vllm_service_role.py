@@ -42,19 +42,23 @@ CASES = {
     "key_from_the_secret_map": {"vllm_service_secret_env": {"VLLM_API_KEY": API_KEY}},
     "open_without_key": {"vllm_service_host": "0.0.0.0"},
     "open_allowed": {"vllm_service_host": "0.0.0.0", "vllm_service_allow_unauthenticated": True},
-    "api_key_in_extra_args": {"vllm_service_api_key": API_KEY, "vllm_service_extra_args": ["--enforce-eager", "--api-key", REFUSED_KEY]},
-    "api_key_equals_in_extra_args": {"vllm_service_extra_args": ["--api-key=" + REFUSED_KEY]},
-    "host_in_extra_args": {"vllm_service_extra_args": ["--host", "0.0.0.0"]},
+    "api_key_in_extra_args": {"vllm_service_api_key": API_KEY,
+                              "vllm_service_serving": {"extra_args": ["--enforce-eager", "--api-key", REFUSED_KEY]}},
+    "api_key_equals_in_extra_args": {"vllm_service_serving": {"extra_args": ["--api-key=" + REFUSED_KEY]}},
+    "host_in_extra_args": {"vllm_service_serving": {"extra_args": ["--host", "0.0.0.0"]}},
+    "secret_name_in_serving_env": {"vllm_service_serving": {"env": {"WANDB_API_KEY": REFUSED_KEY}}},
     "secret_name_in_plain_env": {"vllm_service_environment": {"WANDB_API_KEY": REFUSED_KEY}},
     "secret_value_in_plain_env": {"vllm_service_secret_env": {"GAUNTLET_DB_CONN": SECRET},
                                   "vllm_service_environment": {"DB_URL": "postgres://app@db/" + SECRET}},
     "secret_env": {"vllm_service_api_key": API_KEY, "vllm_service_hf_token": "hf_" + "x" * 34,
                    "vllm_service_secret_env": {"GAUNTLET_DB_CONN": SECRET}},
     "deprecated_secret_environment": {"vllm_service_secret_environment": {"GAUNTLET_OLD": OLD_SECRET}},
-    "recipe_flags": {"vllm_service_tool_call_parser": "hermes", "vllm_service_enable_auto_tool_choice": True,
-                     "vllm_service_reasoning_parser": "qwen3", "vllm_service_max_num_seqs": 64,
-                     "vllm_service_speculative_config": {"method": "mtp", "num_speculative_tokens": 1}},
-    "tool_parser_without_auto_choice": {"vllm_service_tool_call_parser": "hermes"},
+    "recipe_flags": {"vllm_service_serving": {"tool_call_parser": "hermes", "enable_auto_tool_choice": True,
+                                              "reasoning_parser": "qwen3", "max_num_seqs": 64,
+                                              "speculative": {"method": "mtp", "num_speculative_tokens": 1},
+                                              "env": {"VLLM_USE_DEEP_GEMM": "1"}, "chat_template": None},
+                     "vllm_service_environment": {"OMP_NUM_THREADS": "1"}},
+    "tool_parser_without_auto_choice": {"vllm_service_serving": {"tool_call_parser": "hermes"}},
     "root_user": {"vllm_service_user": "root", "vllm_service_read_write_paths": ["-/srv/vllm-scratch"],
                   "vllm_service_environment": {"TRITON_CACHE_DIR": "/scratch/triton"}},
     "ray_head": dict(RAY_NODE, vllm_service_node_rank=0, vllm_service_node_address="10.0.0.10"),
@@ -176,6 +180,7 @@ def test_an_open_address_without_a_key_is_refused_naming_both_variables(played):
     ("host_in_extra_args", ["--host", "vllm_service_host"]),
     ("secret_name_in_plain_env", ["WANDB_API_KEY", "vllm_service_secret_env"]),
     ("secret_value_in_plain_env", ["vllm_service_environment holds the value of the secret GAUNTLET_DB_CONN"]),
+    ("secret_name_in_serving_env", ["vllm_service_serving.env: WANDB_API_KEY", "vllm_service_secret_env"]),
 ])
 def test_secrets_outside_the_environment_file_are_refused_before_anything_is_written(played, case, words):
     outcomes, out, stdout = played
@@ -260,6 +265,11 @@ def test_recipe_flags_reach_the_command_line_as_structured_flags(played):
     assert json.loads(args[args.index("--speculative-config") + 1]) == {"method": "mtp", "num_speculative_tokens": 1}
     # The extra args stay last: a recipe flag never goes through them.
     assert args[-1] == "--enforce-eager" or "--enforce-eager" not in args
+    # A field given as null keeps its default (no --chat-template); the recipe's env joins the unit's environment,
+    # under vllm_service_environment.
+    assert "--chat-template" not in args
+    unit = (played[1] / "recipe_flags.service").read_text()
+    assert '"VLLM_USE_DEEP_GEMM=1"' in unit and '"OMP_NUM_THREADS=1"' in unit
 
 
 def test_readiness_checks_what_the_recipe_promises(played):

@@ -29,14 +29,54 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.state_record import read_record, write_record
 
-# Every setting build_serve_args reads; the module's options of the same names.
-SETTINGS = (
-    "model", "served_model_name", "host", "port", "plan_args",
-    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
-    "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "trust_remote_code", "speculative_config",
-    "max_num_seqs", "max_num_batched_tokens", "tool_call_parser", "enable_auto_tool_choice", "reasoning_parser",
-    "chat_template", "mm_encoder_tp_mode", "all2all_backend", "extra_args",
+# What a server is: the model, its name and its listener, and the planner's parallelism arguments.
+IDENTITY = ("model", "served_model_name", "host", "port", "plan_args")
+# How it serves: the one structured value (vllm_service_serving, vllm_args_check's ``serving``, the
+# vllm_deploy verdict's ``serving`` merged with the catalogue entry), with each field's Ansible type and
+# default. The parallel sizes apply only without plan_args; ``env`` is the unit's environment, not part of
+# the command line. The vllm_service role's argument spec and its _vllm_service_serving_defaults hold the
+# same table (tests/unit/test_serving_spec.py compares them).
+SERVING_SPEC = (
+    ("tensor_parallel_size", "int", 1),
+    ("pipeline_parallel_size", "int", 1),
+    ("data_parallel_size", "int", 1),
+    ("enable_expert_parallel", "bool", False),
+    ("max_model_len", "int", 0),
+    ("gpu_memory_utilization", "float", 0.0),
+    ("kv_cache_dtype", "str", "auto"),
+    ("trust_remote_code", "bool", False),
+    ("speculative", "dict", {}),
+    ("max_num_seqs", "int", 0),
+    ("max_num_batched_tokens", "int", 0),
+    ("tool_call_parser", "str", ""),
+    ("enable_auto_tool_choice", "bool", False),
+    ("reasoning_parser", "str", ""),
+    ("chat_template", "str", ""),
+    ("mm_encoder_tp_mode", "str", ""),
+    ("all2all_backend", "str", ""),
+    ("env", "dict", {}),
+    ("extra_args", "list", []),
 )
+SERVING = tuple(name for name, _kind, _default in SERVING_SPEC)
+
+
+def serving_defaults():
+    """Every serving field at its default (fresh copies of the dicts and lists)."""
+    return dict((name, type(default)(default) if isinstance(default, (dict, list)) else default)
+                for name, _kind, default in SERVING_SPEC)
+
+
+def serving_argument_spec():
+    """SERVING_SPEC as AnsibleModule suboptions."""
+    spec = {}
+    for name, kind, default in SERVING_SPEC:
+        spec[name] = dict(type=kind, default=serving_defaults()[name])
+        if kind == "list":
+            spec[name]["elements"] = "str"
+    spec["max_num_batched_tokens"]["no_log"] = False
+    return spec
+
+
 # The recipe's string flags, in their place on the command line after --max-num-batched-tokens.
 _PARSER_FLAGS = (("tool_call_parser", "--tool-call-parser"),)
 _RECIPE_FLAGS = (("reasoning_parser", "--reasoning-parser"), ("chat_template", "--chat-template"),
@@ -104,10 +144,7 @@ def _strings(settings, name):
 
 
 def _parallel_args(settings):
-    """The planner's args when given, else the sizes above 1 and expert parallelism."""
-    plan_args = _strings(settings, "plan_args")
-    if plan_args is not None:
-        return plan_args
+    """Without the planner's args: the sizes above 1 and expert parallelism."""
     args = []
     for name, option in (("tensor_parallel_size", "--tensor-parallel-size"),
                          ("pipeline_parallel_size", "--pipeline-parallel-size"),
@@ -128,9 +165,9 @@ def _engine_args(settings):
     dtype = _text(settings, "kv_cache_dtype")
     args += ["--kv-cache-dtype", dtype] if dtype and dtype != "auto" else []
     args += ["--trust-remote-code"] if _flag(settings, "trust_remote_code") else []
-    speculative = settings.get("speculative_config") or {}
+    speculative = settings.get("speculative") or {}
     if not isinstance(speculative, dict):
-        raise ArgsBuildError("speculative_config: expected a dict, got %r" % (speculative,))
+        raise ArgsBuildError("speculative: expected a dict, got %r" % (speculative,))
     # json.dumps with its default separators is what Ansible's to_json filter printed here.
     return args + (["--speculative-config", json.dumps(speculative)] if speculative else [])
 
@@ -152,12 +189,14 @@ def _recipe_args(settings):
 
 
 def build_serve_args(settings):
-    """The arguments after ``vllm serve`` for ``settings`` (keys of SETTINGS; only ``model`` required).
-    ArgsBuildError names an unknown key, a value of the wrong type, or one holding a newline (it would end
-    the unit's ExecStart= line)."""
-    unknown = sorted(set(settings) - set(SETTINGS))
-    if unknown:
-        raise ArgsBuildError("unknown settings: %s (known: %s)" % (", ".join(unknown), ", ".join(SETTINGS)))
+    """The arguments after ``vllm serve`` for ``settings``: the IDENTITY keys (only ``model`` required) and
+    ``serving``, a dict of SERVING fields (absent ones at their defaults). ArgsBuildError names an unknown key,
+    a value of the wrong type, or one holding a newline (it would end the unit's ExecStart= line)."""
+    _check_known("settings", settings, IDENTITY + ("serving",))
+    serving = settings.get("serving") or {}
+    if not isinstance(serving, dict):
+        raise ArgsBuildError("serving: expected a dict of %s, got %r" % (", ".join(SERVING), serving))
+    _check_known("serving", serving, SERVING)
     model = _text(settings, "model")
     if model is None:
         raise ArgsBuildError("model: required (a Hub id or a directory)")
@@ -165,12 +204,22 @@ def build_serve_args(settings):
     for name, option in (("served_model_name", "--served-model-name"), ("host", "--host"), ("port", "--port")):
         value = _text(settings, name)
         args += [option, value] if value is not None else []
-    args += _parallel_args(settings) + _engine_args(settings) + _recipe_args(settings)
-    args += _strings(settings, "extra_args") or []
+    plan_args = _strings(settings, "plan_args")
+    args += plan_args if plan_args is not None else _parallel_args(serving)
+    args += _engine_args(serving) + _recipe_args(serving)
+    args += _strings(serving, "extra_args") or []
     bad = [arg for arg in args if any(char in arg for char in "\n\r\x00")]
     if bad:
         raise ArgsBuildError("arguments may not hold newlines or NUL (they end the unit's ExecStart= line): %r" % bad)
     return args
+
+
+def _check_known(where, settings, known):
+    if not isinstance(settings, dict):
+        raise ArgsBuildError("%s: expected a dict, got %r" % (where, settings))
+    unknown = sorted(str(key) for key in settings if key not in known)
+    if unknown:
+        raise ArgsBuildError("%s: unknown keys %s (known: %s)" % (where, ", ".join(unknown), ", ".join(known)))
 
 
 # Run as ``<venv>/bin/python -`` with checker_program(request) on stdin. The request (REQUEST, put in front
@@ -456,7 +505,7 @@ def run_module_check(params, run_command, check_mode, exists=os.path.exists, mov
     """The vllm_args_check module's work. Returns ``(result, failure)``: ``failure`` is the message to fail the
     task with (None when it passes); ``result`` holds args, argv, checked, vllm_version, non_default,
     elapsed_s and message either way. ArgsBuildError and ArgsCheckError propagate."""
-    args = build_serve_args(dict((name, params.get(name)) for name in SETTINGS))
+    args = build_serve_args(dict((name, params.get(name)) for name in IDENTITY + ("serving",)))
     python = venv_python(params["venv"])
     result = {"changed": False, "args": args, "argv": [os.path.join(params["venv"], "bin", "vllm"), "serve"] + args,
               "checked": False, "cached": False, "vllm_version": None, "non_default": {}, "elapsed_s": 0.0}

@@ -427,28 +427,28 @@ def exposed_secret_problems(places, secret_environment):
 def secret_input_problems(inputs):
     """Everything the role refuses about where secrets go, as messages naming the variable.
 
-    ``inputs``: ``extra_args``, ``plan_args`` (the plan's vllm_args), ``environment``,
-    ``nccl_environment``, ``secret_environment`` (every secret the environment file gets, by
-    name) and ``other`` (name -> string or list of strings that also reach the unit: model,
-    served model name, speculative config).
+    ``inputs``: ``extra_args`` (vllm_service_serving's), ``plan_args`` (the plan's vllm_args),
+    ``serving_env`` (vllm_service_serving's env), ``environment``, ``nccl_environment``,
+    ``secret_environment`` (every secret the environment file gets, by name) and ``other`` (name ->
+    string or list of strings that also reach the unit: model, served model name, speculative config).
     """
-    problems = command_line_problems(inputs.get("extra_args"), "vllm_service_extra_args")
+    plain = (("serving_env", "vllm_service_serving.env"), ("environment", "vllm_service_environment"),
+             ("nccl_environment", "vllm_service_nccl_environment"))
+    problems = command_line_problems(inputs.get("extra_args"), "vllm_service_serving.extra_args")
     problems += command_line_problems(inputs.get("plan_args"), "vllm_service_plan.vllm_args")
-    problems += environment_problems(inputs.get("environment"), "vllm_service_environment")
-    problems += environment_problems(inputs.get("nccl_environment"), "vllm_service_nccl_environment")
+    for key, name in plain:
+        problems += environment_problems(inputs.get(key), name)
     secret_environment = inputs.get("secret_environment") or {}
-    environment = inputs.get("environment") or {}
-    nccl_environment = inputs.get("nccl_environment") or {}
-    both = sorted(set(secret_environment) & (set(environment) | set(nccl_environment)))
+    both = sorted(set(secret_environment) & set(name for key, dummy in plain for name in (inputs.get(key) or {})))
     if both:
         problems.append("%s: set both as a secret and in the unit's plain environment; keep only the secret"
                         % ", ".join(both))
     places = {
-        "vllm_service_extra_args": inputs.get("extra_args") or [],
+        "vllm_service_serving.extra_args": inputs.get("extra_args") or [],
         "vllm_service_plan.vllm_args": inputs.get("plan_args") or [],
-        "vllm_service_environment": ["%s=%s" % item for item in sorted(environment.items())],
-        "vllm_service_nccl_environment": ["%s=%s" % item for item in sorted(nccl_environment.items())],
     }
+    for key, name in plain:
+        places[name] = ["%s=%s" % item for item in sorted((inputs.get(key) or {}).items())]
     for name, value in sorted((inputs.get("other") or {}).items()):
         places[name] = value if isinstance(value, (list, tuple)) else [value]
     return problems + exposed_secret_problems(places, secret_environment)

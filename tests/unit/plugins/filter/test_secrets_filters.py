@@ -59,7 +59,7 @@ def test_redact_text_filter_takes_literal_secrets():
 
 def test_secret_problems_filter():
     assert FILTERS["vllm_secret_problems"]({"extra_args": ["--api-key", "k"]})[0].startswith(
-        "vllm_service_extra_args: --api-key")
+        "vllm_service_serving.extra_args: --api-key")
     with pytest.raises(AnsibleFilterError, match="dict"):
         FILTERS["vllm_secret_problems"](["--api-key"])
 

@@ -108,7 +108,7 @@ def test_secret_names(name, secret):
 def test_secret_flags_in_extra_args_are_refused_with_the_variable_to_use(extra_args, flag, variable):
     problems = secret_input_problems({"extra_args": extra_args})
     assert len(problems) == 1, problems
-    assert problems[0].startswith("vllm_service_extra_args: %s " % flag)
+    assert problems[0].startswith("vllm_service_serving.extra_args: %s " % flag)
     assert variable in problems[0]
     assert KEY not in problems[0] and PLAIN_TOKEN not in problems[0]
 
@@ -140,7 +140,7 @@ def test_a_secret_value_anywhere_in_the_unit_is_refused_by_name_never_by_value()
         "other": {"vllm_service_model": "/models/" + TOKEN},
     })
     assert any(p.startswith("vllm_service_environment holds the value of the secret GAUNTLET_DB") for p in problems)
-    assert any(p.startswith("vllm_service_extra_args holds the value of the secret GAUNTLET_DB") for p in problems)
+    assert any(p.startswith("vllm_service_serving.extra_args holds the value of the secret GAUNTLET_DB") for p in problems)
     assert any(p.startswith("vllm_service_model holds what looks like a Hugging Face token") for p in problems)
     assert not any(secret in p or TOKEN in p for p in problems)
     # A one-character secret is not searched for: "1" is everywhere.
@@ -189,3 +189,14 @@ def test_vllm_service_info_reports_redacted_argv():
     assert unit["argv"] == ["/opt/vllm/venv/bin/vllm", "serve", "/m", "--port", "8001", "--api-key", REDACTED,
                             "--hf-token=" + REDACTED]
     assert unit["port"] == 8001 and unit["model"] == "/m"
+
+
+def test_the_serving_values_environment_is_checked_like_the_units():
+    problems = secret_input_problems({"serving_env": {"VLLM_USE_DEEP_GEMM": "1", "WANDB_API_KEY": "x"},
+                                      "secret_environment": {"S3_SECRET": "s"}, "environment": {"S3_SECRET": "t"}})
+    assert problems[0] == ("vllm_service_serving.env: WANDB_API_KEY looks like a secret by its name; put it in "
+                           "vllm_service_secret_env, which only the root-only 0600 environment file holds")
+    assert "S3_SECRET: set both as a secret and in the unit's plain environment; keep only the secret" in problems
+    leaked = secret_input_problems({"serving_env": {"NOTE": "db-connection-secret-42"},
+                                    "secret_environment": {"GAUNTLET_DB": "db-connection-secret-42"}})
+    assert any(p.startswith("vllm_service_serving.env holds the value of the secret GAUNTLET_DB") for p in leaked)

@@ -27,19 +27,24 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args i
 )
 
 # What the role's __vllm_service_args gave with its defaults (name "tiny", loopback, port 8000, no plan).
-ROLE_DEFAULTS = {"model": "/srv/models/tiny", "served_model_name": "tiny", "host": "127.0.0.1", "port": 8000,
-                 "plan_args": None, "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "data_parallel_size": 1,
-                 "enable_expert_parallel": False, "max_model_len": 0, "gpu_memory_utilization": 0.0,
-                 "kv_cache_dtype": "auto", "trust_remote_code": False, "speculative_config": {}, "extra_args": []}
+IDENTITY = {"model": "/srv/models/tiny", "served_model_name": "tiny", "host": "127.0.0.1", "port": 8000, "plan_args": None}
+ROLE_DEFAULTS = dict(IDENTITY, serving=vllm_args.serving_defaults())
 
 
-def _settings(**changes):
-    return dict(ROLE_DEFAULTS, **changes)
+def _settings(plan_args=None, **serving):
+    return dict(IDENTITY, plan_args=plan_args, serving=dict(vllm_args.serving_defaults(), **serving))
 
 
 def test_role_defaults_give_the_role_list():
     assert build_serve_args(ROLE_DEFAULTS) == ["/srv/models/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1",
                                                "--port", "8000"]
+
+
+def test_serving_defaults_are_fresh_copies():
+    first = vllm_args.serving_defaults()
+    first["env"]["X"] = "1"
+    first["extra_args"].append("--enforce-eager")
+    assert vllm_args.serving_defaults()["env"] == {} and vllm_args.serving_defaults()["extra_args"] == []
 
 
 def test_plan_args_replace_the_sizes_as_the_role_did():
@@ -61,7 +66,7 @@ def test_sizes_without_a_plan_as_the_role_did():
 def test_every_old_field_in_the_role_order():
     settings = _settings(plan_args=["--tensor-parallel-size", "2"], max_model_len=32768, gpu_memory_utilization=0.9,
                          kv_cache_dtype="fp8", trust_remote_code=True,
-                         speculative_config={"num_speculative_tokens": 1, "method": "mtp"},
+                         speculative={"num_speculative_tokens": 1, "method": "mtp"},
                          extra_args=["--enforce-eager", "--seed", 7])
     assert build_serve_args(settings) == [
         "/srv/models/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "8000",
@@ -73,7 +78,7 @@ def test_every_old_field_in_the_role_order():
 
 
 def test_every_new_flag_in_its_place():
-    settings = _settings(max_model_len=4096, speculative_config={"method": "mtp"}, max_num_seqs=64,
+    settings = _settings(max_model_len=4096, speculative={"method": "mtp"}, max_num_seqs=64,
                          max_num_batched_tokens=8192, tool_call_parser="hermes", enable_auto_tool_choice=True,
                          reasoning_parser="qwen3", chat_template="/etc/gauntlet/qwen3.jinja", mm_encoder_tp_mode="data",
                          all2all_backend="allgather_reducescatter", extra_args=["--enforce-eager"])
@@ -84,10 +89,14 @@ def test_every_new_flag_in_its_place():
         "--mm-encoder-tp-mode", "data", "--all2all-backend", "allgather_reducescatter", "--enforce-eager"]
 
 
+def test_the_servers_environment_is_no_argument():
+    assert build_serve_args(_settings(env={"VLLM_USE_DEEP_GEMM": "1"})) == build_serve_args(ROLE_DEFAULTS)
+
+
 @pytest.mark.parametrize("unset", [
     {"max_num_seqs": 0, "max_num_batched_tokens": 0, "tool_call_parser": "", "reasoning_parser": None,
      "chat_template": "", "mm_encoder_tp_mode": None, "all2all_backend": "", "kv_cache_dtype": "",
-     "enable_auto_tool_choice": False, "gpu_memory_utilization": 0, "speculative_config": None, "extra_args": None},
+     "enable_auto_tool_choice": False, "gpu_memory_utilization": 0, "speculative": None, "extra_args": None},
     {"kv_cache_dtype": "auto", "max_model_len": "0", "gpu_memory_utilization": "0.0"},
 ])
 def test_unset_values_leave_their_flags_out(unset):
@@ -96,24 +105,27 @@ def test_unset_values_leave_their_flags_out(unset):
 
 def test_only_the_model_is_required():
     assert build_serve_args({"model": "Qwen/Qwen3-0.6B"}) == ["Qwen/Qwen3-0.6B"]
-    assert build_serve_args({"model": "m", "port": 8001, "enable_auto_tool_choice": "yes"}) == \
+    assert build_serve_args({"model": "m", "port": 8001, "serving": {"enable_auto_tool_choice": "yes"}}) == \
         ["m", "--port", "8001", "--enable-auto-tool-choice"]
 
 
 @pytest.mark.parametrize("settings, message", [
     ({}, "model: required"),
     ({"model": ""}, "model: required"),
-    ({"model": "m", "tensor_parallel_sise": 2}, "unknown settings: tensor_parallel_sise"),
-    ({"model": "m", "max_num_seqs": "many"}, "max_num_seqs: expected a whole number, got 'many'"),
-    ({"model": "m", "gpu_memory_utilization": "most"}, "gpu_memory_utilization: expected a number, got 'most'"),
-    ({"model": "m", "max_num_seqs": True}, "max_num_seqs: expected a number, got True"),
-    ({"model": "m", "trust_remote_code": "perhaps"}, "trust_remote_code: expected a boolean, got 'perhaps'"),
-    ({"model": "m", "speculative_config": "mtp"}, "speculative_config: expected a dict, got 'mtp'"),
-    ({"model": "m", "extra_args": "--enforce-eager"}, "extra_args: expected a list of strings, got '--enforce-eager'"),
+    ({"model": "m", "max_num_seqs": 8}, "settings: unknown keys max_num_seqs"),
+    ({"model": "m", "serving": {"tensor_parallel_sise": 2}}, "serving: unknown keys tensor_parallel_sise"),
+    ({"model": "m", "serving": {"speculative_config": {}}}, "serving: unknown keys speculative_config"),
+    ({"model": "m", "serving": "fast"}, "serving: expected a dict"),
+    ({"model": "m", "serving": {"max_num_seqs": "many"}}, "max_num_seqs: expected a whole number, got 'many'"),
+    ({"model": "m", "serving": {"gpu_memory_utilization": "most"}}, "gpu_memory_utilization: expected a number, got 'most'"),
+    ({"model": "m", "serving": {"max_num_seqs": True}}, "max_num_seqs: expected a number, got True"),
+    ({"model": "m", "serving": {"trust_remote_code": "perhaps"}}, "trust_remote_code: expected a boolean, got 'perhaps'"),
+    ({"model": "m", "serving": {"speculative": "mtp"}}, "speculative: expected a dict, got 'mtp'"),
+    ({"model": "m", "serving": {"extra_args": "--enforce-eager"}}, "extra_args: expected a list of strings, got '--enforce-eager'"),
     ({"model": "m", "plan_args": "--tensor-parallel-size 2"}, "plan_args: expected a list of strings"),
-    ({"model": "m", "tool_call_parser": ["hermes"]}, "tool_call_parser: expected a string, got ['hermes']"),
-    ({"model": "m", "chat_template": "{{ x }}\n[Service]"}, "arguments may not hold newlines"),
-    ({"model": "m", "extra_args": ["--seed", "1\r"]}, "arguments may not hold newlines"),
+    ({"model": "m", "serving": {"tool_call_parser": ["hermes"]}}, "tool_call_parser: expected a string, got ['hermes']"),
+    ({"model": "m", "serving": {"chat_template": "{{ x }}\n[Service]"}}, "arguments may not hold newlines"),
+    ({"model": "m", "serving": {"extra_args": ["--seed", "1\r"]}}, "arguments may not hold newlines"),
 ])
 def test_bad_settings_are_refused_naming_the_field(settings, message):
     with pytest.raises(ArgsBuildError) as caught:
@@ -215,7 +227,7 @@ def test_the_error_keeps_the_tail_of_stderr():
 # --- the module's work
 
 
-PARAMS = dict(dict((name, None) for name in vllm_args.SETTINGS), model="m", tool_call_parser="hermes",
+PARAMS = dict(dict((name, None) for name in vllm_args.IDENTITY), model="m", serving={"tool_call_parser": "hermes"},
               venv="/opt/vllm/venv", check=True, timeout=60)
 
 
@@ -273,7 +285,7 @@ def test_an_accepted_command_line_is_recorded_and_not_checked_again(tmp_path):
     assert failure is None and again["changed"] is False and again["cached"] is True and len(run.calls) == 1
     assert again["checked"] and again["vllm_version"] == "0.32.0" and again["non_default"] == OK["non_default"]
     # Another command line is checked.
-    other = run_module_check(dict(params, max_num_seqs=8), run, False, exists=lambda path: True)[0]
+    other = run_module_check(dict(params, serving={"tool_call_parser": "hermes", "max_num_seqs": 8}), run, False, exists=lambda path: True)[0]
     assert other["cached"] is False and len(run.calls) == 2
 
 

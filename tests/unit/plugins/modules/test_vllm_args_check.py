@@ -49,9 +49,10 @@ def checker(monkeypatch):
     return Checker
 
 
-def _args(venv, **extra):
-    return dict({"venv": venv, "model": "/srv/models/tiny", "port": 8000, "max_num_seqs": 8,
-                 "tool_call_parser": "hermes", "enable_auto_tool_choice": True}, **extra)
+def _args(venv, serving=None, **extra):
+    return dict({"venv": venv, "model": "/srv/models/tiny", "port": 8000,
+                 "serving": dict({"max_num_seqs": 8, "tool_call_parser": "hermes", "enable_auto_tool_choice": True},
+                                 **(serving or {}))}, **extra)
 
 
 ARGS = ["/srv/models/tiny", "--port", "8000", "--max-num-seqs", "8", "--tool-call-parser", "hermes",
@@ -71,7 +72,7 @@ def test_accepted_command_line(run_module, checker, venv):
 
 def test_refusal_fails_the_task_with_vllms_message(run_module, checker, venv):
     checker.answer = (0, json.dumps({"vllm_version": "0.32.0", "replies": [REFUSED]}), "")
-    result, failed = run_module(vllm_args_check.main, _args(venv, tool_call_parser="hermez"))
+    result, failed = run_module(vllm_args_check.main, _args(venv, {"tool_call_parser": "hermez"}))
     assert failed
     assert result["msg"] == ("vllm serve would refuse this command line (vLLM 0.32.0): invalid tool call parser: hermez "
                              "(chose from { hermes,qwen3_xml })")
@@ -119,11 +120,24 @@ def test_crashed_checker_fails_with_its_stderr(run_module, checker, venv):
 
 
 def test_bad_setting_fails_naming_it(run_module, checker, venv):
-    result, failed = run_module(vllm_args_check.main, _args(venv, chat_template="x\nExecStartPre=/bin/sh"))
+    result, failed = run_module(vllm_args_check.main, _args(venv, {"chat_template": "x\nExecStartPre=/bin/sh"}))
     assert failed and result["msg"].startswith("arguments may not hold newlines or NUL")
     assert checker.calls == []
 
 
 def test_options_match_the_builder_settings():
-    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import SETTINGS
-    assert set(SETTINGS) | {"venv", "check", "timeout", "record"} == set(vllm_args_check.ARGUMENT_SPEC)
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import IDENTITY, SERVING
+    assert set(IDENTITY) | {"serving", "venv", "check", "timeout", "record"} == set(vllm_args_check.ARGUMENT_SPEC)
+    assert set(SERVING) == set(vllm_args_check.ARGUMENT_SPEC["serving"]["options"])
+
+
+def test_an_unknown_serving_field_is_refused_naming_it(run_module, checker, venv):
+    result, failed = run_module(vllm_args_check.main, _args(venv, {"max_num_seqz": 8}))
+    assert failed and "max_num_seqz" in result["msg"]
+    assert checker.calls == []
+
+
+def test_serving_fields_take_ansibles_types(run_module, checker, venv):
+    result, failed = run_module(vllm_args_check.main, _args(venv, {"max_num_seqs": "8", "enable_auto_tool_choice": "yes",
+                                                                   "env": {"VLLM_USE_DEEP_GEMM": "1"}}))
+    assert not failed and result["args"] == ARGS
