@@ -17,13 +17,13 @@ mkdir -p "$logs"
 run_main() { # $1: log name; the playbook's output goes to the terminal and to the log
   local started
   started=$(date +%s.%N)
-  ansible-playbook -i inventory/embedded/hosts.yml playbooks/main.yml "${@:2}" 2>&1 | tee "$logs/$1.log"
+  ansible-playbook -i inventory/embedded/hosts.yml rig/playbooks/main.yml "${@:2}" 2>&1 | tee "$logs/$1.log"
   local rc=${PIPESTATUS[0]}
   elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}')
   return "$rc"
 }
 
-step "main job: deploy pipeline + gauntlet (playbooks/main.yml)"
+step "main job: deploy pipeline + gauntlet (rig/playbooks/main.yml)"
 run_main first "$@"
 first_s=$elapsed
 step_done

@@ -28,8 +28,11 @@ def test_built_tarball_excludes_tests_and_rig(tmp_path):
     assert manifest["collection_info"]["namespace"] == "gauntlet"
     assert manifest["collection_info"]["name"] == "vllm"
     for shipped in ("plugins/modules/model_config_info.py", "plugins/module_utils/planning/model_config.py",
-                    "meta/runtime.yml", "README.md", "docs/ARCHITECTURE.md", "playbooks/main.yml"):
+                    "meta/runtime.yml", "README.md", "docs/ARCHITECTURE.md", "playbooks/deploy.yml"):
         assert shipped in names
+    # The rig's playbooks live under rig/, not beside the users'.
+    assert not [n for n in names if n.startswith("playbooks/") and n.split("/")[-1] in
+                ("main.yml", "rig_targets.yml", "serve_tiny_model.yml", "wait_for_systemd_boot.yml")]
     top_level = {n.split("/")[0] for n in names}
     for excluded in ("tests", "rig", "scripts", ".ci", ".rig", ".git", "ansible.cfg"):
         assert excluded not in top_level, excluded
