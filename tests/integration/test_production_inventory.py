@@ -241,7 +241,7 @@ def test_the_router_of_the_two_node_example_refuses_a_head_it_cannot_reach(hub, 
     """serve_multinode.yml's last play alone (--limit to the router host): the head's report as the serve play
     leaves it, given as extra vars. A head on loopback is refused, naming the settings; one on every address
     passes the check and reaches the router role (which then finds the example's router host unreachable)."""
-    served = {"multinode_serving": True, "multinode_node_address": "10.0.0.10",
+    served = {"multinode_serving": True, "vllm_preflight_nodes": {"address": "10.0.0.10"},
               "vllm_service_report": {"host": listen, "served_model_name": "kimi-k25-int4-2nodes"}}
     result = play(hub, tmp_path, "serve_multinode.yml", "--limit", "lb-02", "-e", json.dumps(served))
     assert result.returncode != 0, result.stdout[-4000:]
