@@ -75,6 +75,7 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic as traffic
 from ansible_collections.gauntlet.vllm.plugins.module_utils.bench.bench_traffic import percentile, summarize_ms
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io import prometheus_text
 from ansible_collections.gauntlet.vllm.plugins.module_utils.host.gpu_power import PowerMeter
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import MAX_CONFIG_BYTES
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import read_json_object
@@ -353,20 +354,13 @@ def unstreamed_note(levels):
             "waited for the CPU): %s." % ", ".join(counts)]
 
 
-_METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
-
-
 def parse_prometheus(text, names):
-    """Sum of every sample of each metric in ``names`` (labels summed over) from /metrics text."""
-    totals = {}
-    for line in text.splitlines():
-        match = _METRIC_LINE.match(line)
-        if match and match.group(1) in names:
-            try:
-                totals[match.group(1)] = totals.get(match.group(1), 0.0) + float(match.group(3))
-            except ValueError:
-                continue
-    return totals
+    """Sum of every sample of each metric in ``names`` (labels summed over) from /metrics text; {} for a body that
+    is not Prometheus text (the figures are the server's view beside the client's, never required)."""
+    try:
+        return prometheus_text.sums(prometheus_text.parse_exposition(text), names)
+    except prometheus_text.ExpositionError:
+        return {}
 
 
 # Whole-number options and their least value (0 for "0 means the default" options).

@@ -12,9 +12,9 @@ running and waiting requests, preemption, token and request counters) and its wa
 file (``<state_dir>/watchdog/<unit>.json``, written by the role ``vllm_service``). What cannot
 be read is ``None`` with an ``*_error`` saying why; a number is never made up.
 
-``parse_exposition`` reads the Prometheus text format strictly (labels with escaped quotes,
-``NaN``/``+Inf``, optional timestamps): a body that is not exposition text (an HTML error page,
-another program on the port) is an error naming the line, not a silent zero.
+``io/prometheus_text.parse_exposition`` reads the Prometheus text format strictly: a body that is not
+exposition text (an HTML error page, another program on the port) is an error naming the line, not a
+silent zero.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,13 +24,18 @@ __metaclass__ = type
 import json
 import math
 import os
-import re
 import ssl
 import time
 
 from urllib.error import HTTPError, URLError
 from urllib.request import HTTPSHandler, ProxyHandler, build_opener
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.prometheus_text import (  # noqa: F401 (re-exported)
+    ExpositionError,
+    parse_exposition,
+    parse_sample,
+    parse_value,
+)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number, is_int
 from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import find_units, flag_value
 
@@ -55,98 +60,6 @@ REQUIRED_METRIC = "vllm:num_requests_running"
 
 WATCHDOG_FIELDS = ("restarts_total", "restarts_last_hour", "gave_up", "consecutive_failures", "last_probe",
                    "last_restart")
-
-
-class ExpositionError(ValueError):
-    """Text that is not the Prometheus exposition format; the message names the line."""
-
-
-# ---- Prometheus text format ------------------------------------------------------------------
-
-_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL_NAME = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*\"")
-_ESCAPES = {"\\": "\\", "\"": "\"", "n": "\n"}
-
-
-def parse_value(text):
-    """A sample value as Go's ParseFloat reads it in the text format (``NaN``, ``+Inf``, ``-Inf``, 1e3)."""
-    lowered = text.lower()
-    if lowered in ("nan", "+inf", "-inf", "inf"):
-        return float(lowered)
-    if not re.match(r"^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$", lowered):
-        raise ValueError("not a number: %r" % text)
-    return float(text)
-
-
-def _parse_labels(text, position):
-    """Labels from ``text[position]`` (just after ``{``) -> (dict, position after ``}``)."""
-    labels = {}
-    while True:
-        while position < len(text) and text[position] in " \t":
-            position += 1
-        if text.startswith("}", position):
-            return labels, position + 1
-        match = _LABEL_NAME.match(text, position)
-        if not match:
-            raise ValueError("bad label at column %d" % (position + 1))
-        value, position = _label_value(text, match.end())
-        labels[match.group(1)] = value
-        while position < len(text) and text[position] in " \t":
-            position += 1
-        if text.startswith(",", position):
-            position += 1
-        elif not text.startswith("}", position):
-            raise ValueError("expected ',' or '}' at column %d" % (position + 1))
-
-
-def _label_value(text, position):
-    """A quoted label value starting after its opening quote -> (value, position after the quote)."""
-    chars = []
-    while position < len(text):
-        char = text[position]
-        if char == "\\" and position + 1 < len(text):
-            chars.append(_ESCAPES.get(text[position + 1], "\\" + text[position + 1]))
-            position += 2
-        elif char == "\"":
-            return "".join(chars), position + 1
-        else:
-            chars.append(char)
-            position += 1
-    raise ValueError("unterminated label value")
-
-
-def parse_sample(line):
-    """One sample line -> ``(name, labels, value)``; raises ValueError on a malformed line."""
-    match = _NAME.match(line)
-    if not match:
-        raise ValueError("no metric name")
-    name, position, labels = match.group(0), match.end(), {}
-    if line.startswith("{", position):
-        labels, position = _parse_labels(line, position + 1)
-    rest = line[position:].split()
-    if len(rest) not in (1, 2) or (position < len(line) and line[position] not in " \t"):
-        raise ValueError("expected a value (and an optional timestamp) after the name and labels")
-    if len(rest) == 2 and not re.match(r"^-?\d+$", rest[1]):
-        raise ValueError("bad timestamp %r" % rest[1])
-    return name, labels, parse_value(rest[0])
-
-
-def parse_exposition(text):
-    """Every sample of Prometheus text -> list of ``(name, labels, value)``.
-
-    Comment lines (``# HELP``, ``# TYPE``, any ``#``) and blank lines are skipped; any other
-    line that is not a sample raises ExpositionError naming its number and content.
-    """
-    samples = []
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        try:
-            samples.append(parse_sample(stripped))
-        except ValueError as exc:
-            raise ExpositionError("line %d is not Prometheus text (%s): %s" % (number, exc, _short(stripped)))
-    return samples
 
 
 def _short(text, limit=120):

@@ -246,3 +246,7 @@ def test_detokenize_answers_are_checked():
     assert vllm_bench.parse_detokenized("http://h/detokenize", '{"prompt": "hi there"}') == "hi there"
     with pytest.raises(vllm_bench.AnswerError, match=r"^http://h/detokenize: the answer has no 'prompt' string: null$"):
         vllm_bench.parse_detokenized("http://h/detokenize", "null")
+
+
+def test_a_body_that_is_not_prometheus_text_gives_no_counters():
+    assert vllm_bench.parse_prometheus("<html><body>502 Bad Gateway</body></html>", {"vllm:num_requests_waiting"}) == {}
