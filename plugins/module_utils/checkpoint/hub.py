@@ -14,6 +14,19 @@ local path and never sent to the Hub.
 Redirects are followed here, not by urllib: the token (``Authorization``) goes
 only to the origin (scheme, host and port) it was given for, as
 huggingface_hub does; a redirect elsewhere (a CDN) is followed without it.
+
+Why not ``huggingface_hub.hf_hub_download`` (issue 33 asked where it is
+installed): it is installed nowhere this runs. The planner runs on the
+controller with Ansible's Python, which has no huggingface_hub; the release
+vLLM uses (2.4.0) brings 19 distributions with it (httpx2, hf-xet, fsspec,
+pyyaml, tqdm, ...), writes every file into a disk cache, and does not return
+the commit a file came from (a second call, get_hf_file_metadata, would). Two
+small GETs of config files do not pay for that, and a second code path used
+only where the library happens to be would be tested less than this one.
+The Hub's API is checked instead: tests/unit/test_fakehub.py runs the real
+huggingface_hub against tests/fakehub, and the planner reads configs through
+this module from that same fake Hub (tests/unit/plugins/modules/
+test_vllm_plan_module.py, tests/integration/).
 """
 
 from __future__ import absolute_import, division, print_function
