@@ -572,16 +572,16 @@ ARGUMENT_SPEC = dict(
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    params = module.params
     if bench.aiohttp is None:
         module.fail_json(msg=missing_required_lib("aiohttp", reason="run the module with the vLLM venv's Python"))
-    problems = bench.validate_options(params)
+    request = bench.SweepRequest.from_module_params(module.params)
+    problems = bench.validate_options(request)
     if problems:
         module.fail_json(msg="; ".join(problems))
     if module.check_mode:
         module.exit_json(**bench.check_mode_result())
     try:
-        result = bench.run_sweep(params)
+        result = bench.run_sweep(request)
     except bench.BenchError as exc:
         module.fail_json(msg=str(exc), **exc.result)
     else:

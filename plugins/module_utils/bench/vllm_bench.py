@@ -57,6 +57,7 @@ the result or raises ``BenchError``, which carries the levels measured when a le
 """
 
 from __future__ import absolute_import, division, print_function
+from __future__ import annotations
 
 __metaclass__ = type
 
@@ -69,12 +70,14 @@ import re
 import resource
 import ssl
 import time
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic as traffic
 from ansible_collections.gauntlet.vllm.plugins.module_utils.bench.bench_traffic import percentile, summarize_ms
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench.sweep_request import SweepRequest
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io import prometheus_text
 from ansible_collections.gauntlet.vllm.plugins.module_utils.host.gpu_power import PowerMeter
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import MAX_CONFIG_BYTES
@@ -374,35 +377,35 @@ def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
 
 
-def level_problems(params):
+def level_problems(request: SweepRequest) -> List[str]:
     """Problems of the levels: closed-loop ``concurrency`` and open-loop ``request_rate``, one of them given."""
     problems = []
-    levels = params.get("concurrency") or []
-    rates = params.get("request_rate") or []
+    levels = request.concurrency or []
+    rates = request.request_rate or []
     if not levels and not rates:
         problems.append("concurrency must be closed-loop levels when request_rate is empty (got both empty): "
                         "give levels, open-loop rates or both")
     if any(level < 1 for level in levels):
         problems.append("concurrency must be a list of levels of 1 or more (got %s)" % (levels,))
-    duration = params.get("duration") or 0
+    duration = request.duration or 0
     duration = duration if _is_number(duration) and math.isfinite(duration) and duration > 0 else 0
-    problems += traffic.rate_problems(rates, params.get("requests_per_level"), duration, params.get("max_concurrency"))
-    burstiness = params.get("burstiness", 1.0)
+    problems += traffic.rate_problems(rates, request.requests_per_level, duration, request.max_concurrency)
+    burstiness = request.burstiness
     if not (_is_number(burstiness) and burstiness > 0):
         problems.append("burstiness must be above 0 (1 is Poisson; got %s)" % (burstiness,))
-    steps = params.get("rate_search_steps") or 0
+    steps = request.rate_search_steps or 0
     if steps > MAX_SEARCH_STEPS:
         problems.append("rate_search_steps must be %d or fewer (got %s)" % (MAX_SEARCH_STEPS, steps))
-    if steps and not (rates and params.get("goodput")):
+    if steps and not (rates and request.goodput):
         problems.append("rate_search_steps %d needs request_rate levels to search between and a goodput SLO to "
                         "search for" % steps)
     return problems
 
 
-def traffic_problems(params):
+def traffic_problems(request: SweepRequest) -> List[str]:
     """Problems of the length mix, the dataset and the goodput SLO."""
-    problems = traffic.mix_problems(params.get("range_ratio", 0.0), params.get("goodput"))
-    dataset = params.get("dataset") or {}
+    problems = traffic.mix_problems(request.range_ratio, request.goodput)
+    dataset = request.dataset or {}
     if dataset.get("type", "random") not in ("random", "custom"):
         problems.append("dataset.type must be random or custom (got '%s')" % dataset.get("type"))
     if dataset.get("type") == "custom" and not dataset.get("path"):
@@ -410,27 +413,27 @@ def traffic_problems(params):
     return problems
 
 
-def validate_options(params):
+def validate_options(request: SweepRequest) -> List[str]:
     """Every problem of the module's numeric and URL options, each naming the option and its value."""
-    problems = level_problems(params) + traffic_problems(params)
+    problems = level_problems(request) + traffic_problems(request)
     for name, least in INT_MINIMUMS:
-        value = params.get(name)
+        value = getattr(request, name)
         if value is not None and value < least:
             problems.append("%s must be %d or more (got %s)" % (name, least, value))
-    timeout = params.get("request_timeout")
+    timeout = request.request_timeout
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         problems.append("request_timeout must be a number of seconds above 0 (got %s); without a bound a silent "
                         "server would hold the sweep for ever" % (timeout,))
-    duration = params.get("duration")
+    duration = request.duration
     if not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration >= 0):
         problems.append("duration must be 0 or a number of seconds above 0 (got %s)" % (duration,))
-    ratio = params.get("max_failure_ratio")
+    ratio = request.max_failure_ratio
     if not (isinstance(ratio, (int, float)) and 0 <= ratio <= 1):
         problems.append("max_failure_ratio must be between 0 and 1 (got %s)" % (ratio,))
-    bad_gpus = [index for index in params.get("power_gpus") or [] if index < 0]
+    bad_gpus = [index for index in request.power_gpus or [] if index < 0]
     if bad_gpus:
-        problems.append("power_gpus must be NVML indices of 0 or more (got %s)" % (params["power_gpus"],))
-    base_url = params.get("base_url") or ""
+        problems.append("power_gpus must be NVML indices of 0 or more (got %s)" % (request.power_gpus,))
+    base_url = request.base_url or ""
     if not re.match(r"^https?://[^/?#\s]+", base_url, re.IGNORECASE):
         problems.append("base_url must be an http:// or https:// address (got '%s')" % base_url)
     return problems
@@ -754,13 +757,13 @@ def check_mode_result():
                 max_sustainable_rate_reason="a benchmark does not run in check mode")
 
 
-def _http_get(params, url, timeout=10, data=None):
+def _http_get(request, url, timeout=10, data=None):
     """GET (or POST ``data`` as JSON) with the API key; redirects are refused, certificates checked unless told not to."""
     headers = {"Content-Type": "application/json"}
-    if params["api_key"]:
-        headers["Authorization"] = "Bearer %s" % params["api_key"]
+    if request.api_key:
+        headers["Authorization"] = "Bearer %s" % request.api_key
     response = open_url(url, data=None if data is None else json.dumps(data), method="POST" if data else "GET",
-                        headers=headers, timeout=timeout, validate_certs=params["validate_certs"],
+                        headers=headers, timeout=timeout, validate_certs=request.validate_certs,
                         follow_redirects="none")
     return response.read().decode("utf-8", "replace")
 
@@ -774,51 +777,51 @@ def _http_problem(url, exc):
     return "%s answered HTTP %s%s" % (url, exc.code, " (is api_key right?)" if exc.code == 401 else "")
 
 
-def _model_list(params, url):
+def _model_list(request, url):
     """The checked entries of /v1/models, or BenchError saying why the server cannot be used."""
     try:
-        return parse_models(url, _http_get(params, url))
+        return parse_models(url, _http_get(request, url))
     except HTTPError as exc:
         raise BenchError(_http_problem(url, exc))
     except AnswerError as exc:
         raise BenchError(str(exc))
     except (URLError, OSError, ValueError) as exc:
-        raise BenchError("cannot reach the server at %s: %s" % (params["base_url"], getattr(exc, "reason", exc)))
+        raise BenchError("cannot reach the server at %s: %s" % (request.base_url, getattr(exc, "reason", exc)))
 
 
-def served_model(params):
+def served_model(request: SweepRequest) -> Dict[str, Any]:
     """The /v1/models entry of ``model``, or BenchError saying why the server cannot be used."""
-    url = params["base_url"].rstrip("/") + "/v1/models"
-    models = _model_list(params, url)
-    entry = next((item for item in models if item["id"] == params["model"]), None)
+    url = request.base_url.rstrip("/") + "/v1/models"
+    models = _model_list(request, url)
+    entry = next((item for item in models if item["id"] == request.model), None)
     if entry is None:
         raise BenchError("the server at %s does not serve model '%s'; it serves %s"
-                         % (params["base_url"], params["model"], [item["id"] for item in models]))
-    needed, terms = longest_request(params)
+                         % (request.base_url, request.model, [item["id"] for item in models]))
+    needed, terms = longest_request(request)
     if needed is not None and entry.get("max_model_len") is not None and needed > entry["max_model_len"]:
         raise BenchError("%s = %d tokens, more than the max_model_len %d that %s gives for '%s'"
-                         % (terms, needed, entry["max_model_len"], url, params["model"]))
+                         % (terms, needed, entry["max_model_len"], url, request.model))
     return entry
 
 
-def longest_request(params):
+def longest_request(request: SweepRequest) -> Tuple[Optional[int], Optional[str]]:
     """The most tokens one request of the random workload can need, and how that is worked out; (None, None)
     for a custom dataset, whose prompt lengths only the server knows."""
-    if (params.get("dataset") or {}).get("type") == "custom":
+    if (request.dataset or {}).get("type") == "custom":
         return None, None
-    ratio = params.get("range_ratio") or 0.0
-    prefix = params.get("prefix_len") or 0
-    longest_in = traffic.length_bounds(params["input_len"], ratio, least=1)[1]
-    longest_out = traffic.length_bounds(params["output_len"], ratio, least=1)[1]
+    ratio = request.range_ratio or 0.0
+    prefix = request.prefix_len or 0
+    longest_in = traffic.length_bounds(request.input_len, ratio, least=1)[1]
+    longest_out = traffic.length_bounds(request.output_len, ratio, least=1)[1]
     if not ratio and not prefix:
         return longest_in + longest_out, "input_len + output_len"
     return prefix + longest_in + longest_out, ("prefix_len + the longest input and output of range_ratio %s" % ratio)
 
 
-def vocabulary(params, model_entry):
+def vocabulary(request: SweepRequest, model_entry: Dict[str, Any]) -> Tuple[int, str]:
     """The vocabulary size the prompts are drawn from and where it comes from (given, a config.json, default)."""
-    if params["vocab_size"]:
-        return params["vocab_size"], "given"
+    if request.vocab_size:
+        return request.vocab_size, "given"
     config = os.path.join(model_entry.get("root") or "", "config.json")
     if not model_entry.get("root") or not os.path.isfile(config):
         return DEFAULT_VOCAB, "default"
@@ -834,32 +837,32 @@ def vocabulary(params, model_entry):
     return size, config
 
 
-def scrape(params):
+def scrape(request: SweepRequest) -> Optional[Dict[str, float]]:
     """The SERVER_COUNTERS of /metrics now, or None when turned off or unavailable."""
-    if not params["scrape_metrics"]:
+    if not request.scrape_metrics:
         return None
     try:
-        text = _http_get(params, params["base_url"].rstrip("/") + "/metrics")
+        text = _http_get(request, request.base_url.rstrip("/") + "/metrics")
     except (HTTPError, URLError, OSError, ValueError):
         return None
     return parse_prometheus(text, set(SERVER_COUNTERS))
 
 
-def reachable(params):
+def reachable(request: SweepRequest) -> bool:
     try:
-        _http_get(params, params["base_url"].rstrip("/") + "/health", timeout=5)
+        _http_get(request, request.base_url.rstrip("/") + "/health", timeout=5)
         return True
     except (HTTPError, URLError, OSError, ValueError):
         return False
 
 
-def chat_prompts(params, token_prompts):
+def chat_prompts(request, token_prompts):
     """Text for the chat API: the seeded token ids, detokenized by the server itself."""
-    url = params["base_url"].rstrip("/") + "/detokenize"
+    url = request.base_url.rstrip("/") + "/detokenize"
     prompts = []
     for ids in token_prompts:
         try:
-            prompts.append(parse_detokenized(url, _http_get(params, url, data={"model": params["model"], "tokens": ids})))
+            prompts.append(parse_detokenized(url, _http_get(request, url, data={"model": request.model, "tokens": ids})))
         except HTTPError as exc:
             raise BenchError("the server could not detokenize the chat prompts: %s" % _http_problem(url, exc))
         except AnswerError as exc:
@@ -887,19 +890,19 @@ class RequestSource:
     A custom dataset is sent as it is, from its first line, at every level (as ``vllm bench serve`` does).
     """
 
-    def __init__(self, params, vocab_size):
-        self.params = params
+    def __init__(self, request, vocab_size):
+        self.request = request
         self.vocab_size = vocab_size
-        self.reserved = min(params["reserved_token_ids"], vocab_size - 1)
-        dataset = params.get("dataset") or {}
+        self.reserved = min(request.reserved_token_ids, vocab_size - 1)
+        dataset = request.dataset or {}
         self.entries = None
         if dataset.get("type") == "custom":
             try:
-                self.entries = traffic.read_custom_dataset(dataset["path"], params["output_len"])
+                self.entries = traffic.read_custom_dataset(dataset["path"], request.output_len)
             except traffic.DatasetError as exc:
                 raise BenchError("dataset: %s" % exc)
-        self.prefix = traffic.shared_prefix(params.get("prefix_len") or 0, vocab_size, self.reserved,
-                                            random.Random("%d/prefix" % params["seed"]))
+        self.prefix = traffic.shared_prefix(request.prefix_len or 0, vocab_size, self.reserved,
+                                            random.Random("%d/prefix" % request.seed))
 
     def requests(self, name, count):
         """``count`` requests (``prompt``, ``prompt_len`` (None for text of unknown length), ``max_tokens``)."""
@@ -907,80 +910,80 @@ class RequestSource:
             chosen = [self.entries[index % len(self.entries)] for index in range(count)]
             return [{"prompt": entry["prompt"], "prompt_len": None, "max_tokens": entry["output_tokens"]}
                     for entry in chosen]
-        seed = self.params["seed"]
-        inputs, outputs = traffic.sample_lengths(count, self.params["input_len"], self.params["output_len"],
-                                                 self.params.get("range_ratio") or 0.0,
+        seed = self.request.seed
+        inputs, outputs = traffic.sample_lengths(count, self.request.input_len, self.request.output_len,
+                                                 self.request.range_ratio or 0.0,
                                                  random.Random("%d/%s/lengths" % (seed, name)))
         rng = random.Random("%d/%s" % (seed, name))
         ids = traffic.token_prompts(inputs, self.prefix, self.vocab_size, self.reserved, rng)
-        prompts = chat_prompts(self.params, ids) if self.params["api"] == "chat" else ids
+        prompts = chat_prompts(self.request, ids) if self.request.api == "chat" else ids
         return [{"prompt": prompt, "prompt_len": len(token_ids), "max_tokens": tokens}
                 for prompt, token_ids, tokens in zip(prompts, ids, outputs)]
 
 
-def closed_loop_count(params):
+def closed_loop_count(request: SweepRequest) -> int:
     """Prompts of the closed loop's largest level: requests_per_level, else four times the highest level (at least
     8); with a duration, every level cycles through this many."""
-    return params["requests_per_level"] or max(8, 4 * max(params["concurrency"] or [0]))
+    return request.requests_per_level or max(8, 4 * max(request.concurrency or [0]))
 
 
-def closed_level_requests(params, source, concurrency):
+def closed_level_requests(request, source, concurrency):
     """A closed-loop level's own requests: requests_per_level, or four times its concurrency (at least 8), or with
     a duration the largest level's count, cycled."""
-    count = closed_loop_count(params) if params["duration"] else (params["requests_per_level"] or max(8, 4 * concurrency))
+    count = closed_loop_count(request) if request.duration else (request.requests_per_level or max(8, 4 * concurrency))
     return source.requests("closed/%d" % concurrency, count)
 
 
-def build_workload(params, entry):
+def build_workload(request: SweepRequest, entry: Dict[str, Any]) -> Tuple["RequestSource", Dict[str, Any]]:
     """The request source and the workload description."""
-    vocab_size, vocab_from = vocabulary(params, entry)
-    source = RequestSource(params, vocab_size)
-    closed = closed_loop_count(params) if params["concurrency"] else 0
-    dataset = params.get("dataset") or {}
-    workload = {"model": params["model"], "base_url": params["base_url"], "api": params["api"],
-                "input_len": params["input_len"], "output_len": params["output_len"],
-                "ignore_eos": params["ignore_eos"], "seed": params["seed"], "vocab_size": vocab_size,
+    vocab_size, vocab_from = vocabulary(request, entry)
+    source = RequestSource(request, vocab_size)
+    closed = closed_loop_count(request) if request.concurrency else 0
+    dataset = request.dataset or {}
+    workload = {"model": request.model, "base_url": request.base_url, "api": request.api,
+                "input_len": request.input_len, "output_len": request.output_len,
+                "ignore_eos": request.ignore_eos, "seed": request.seed, "vocab_size": vocab_size,
                 "vocab_size_from": vocab_from, "prompts": closed,
-                "requests_per_level": None if params["duration"] else "4 x concurrency, at least 8"
-                if not params["requests_per_level"] else params["requests_per_level"],
-                "duration_s": params["duration"] or None, "max_model_len": entry.get("max_model_len"),
-                "max_failure_ratio": params["max_failure_ratio"], "temperature": TEMPERATURE,
-                "request_rate": [traffic.rate_label(traffic.parse_rate(rate)) for rate in params["request_rate"] or []],
-                "burstiness": params["burstiness"], "max_concurrency": params["max_concurrency"] or None,
-                "range_ratio": params["range_ratio"], "prefix_len": params["prefix_len"],
+                "requests_per_level": None if request.duration else "4 x concurrency, at least 8"
+                if not request.requests_per_level else request.requests_per_level,
+                "duration_s": request.duration or None, "max_model_len": entry.get("max_model_len"),
+                "max_failure_ratio": request.max_failure_ratio, "temperature": TEMPERATURE,
+                "request_rate": [traffic.rate_label(traffic.parse_rate(rate)) for rate in request.request_rate or []],
+                "burstiness": request.burstiness, "max_concurrency": request.max_concurrency or None,
+                "range_ratio": request.range_ratio, "prefix_len": request.prefix_len,
                 "dataset": {"type": dataset.get("type", "random"), "path": dataset.get("path"),
                             "requests": len(source.entries) if source.entries is not None else None},
-                "goodput": slo_of(params), "rate_search_steps": params["rate_search_steps"]}
+                "goodput": slo_of(request), "rate_search_steps": request.rate_search_steps}
     return source, workload
 
 
-def slo_of(params):
+def slo_of(request: SweepRequest) -> Optional[Dict[str, float]]:
     """The goodput SLO given (only its keys that have a value), or None."""
-    slo = dict((key, float(value)) for key, value in (params.get("goodput") or {}).items() if value is not None)
+    slo = dict((key, float(value)) for key, value in (request.goodput or {}).items() if value is not None)
     return slo or None
 
 
-def run_closed(params, loop, requests, concurrency, **options):
+def run_closed(request, loop, requests, concurrency, **options):
     """``run_level`` over request dicts (``prompt``, ``prompt_len``, ``max_tokens``) with the module's endpoint."""
     return loop.run_until_complete(run_level(
-        params["base_url"], params["api"], params["model"], [item["prompt"] for item in requests],
+        request.base_url, request.api, request.model, [item["prompt"] for item in requests],
         [item["prompt_len"] for item in requests], concurrency, [item["max_tokens"] for item in requests],
-        params["ignore_eos"], params["request_timeout"], params["api_key"], validate_certs=params["validate_certs"],
+        request.ignore_eos, request.request_timeout, request.api_key, validate_certs=request.validate_certs,
         **options))
 
 
-def warm_up(params, loop, source):
+def warm_up(request, loop, source):
     """Send the warm-up requests, up to the sweep's highest concurrency at a time (as ``vllm bench serve
     --num-warmups`` does with its ``--max-concurrency``): a server just started is slow on its first batches of a
     new size, and one request at a time would leave the first level to pay for that. An open-loop sweep warms up
     at its max_concurrency (8 without one) with prompts of its own. The reason the sweep cannot start when one
     fails, else None."""
-    count = params["warmup_requests"]
+    count = request.warmup_requests
     if not count:
         return None
     requests = source.requests("warmup", count)
-    width = max(params["concurrency"] or [params["max_concurrency"] or 8])
-    records, dummy = run_closed(params, loop, requests, min(len(requests), width), max_failure_ratio=0)
+    width = max(request.concurrency or [request.max_concurrency or 8])
+    records, dummy = run_closed(request, loop, requests, min(len(requests), width), max_failure_ratio=0)
     failed = [record for record in records if not record["ok"] and not record.get("abandoned")]
     if failed:
         return "a warm-up request failed (%s): %s" % (failed[0]["error_class"], failed[0]["error"])
@@ -997,10 +1000,10 @@ def server_deltas(before, after):
 class LevelProbe:
     """What is read around a level: /metrics, client CPU and GPU energy; ``finish`` adds them to its figures."""
 
-    def __init__(self, params, meter):
-        self.params = params
+    def __init__(self, request, meter):
+        self.request = request
         self.meter = meter
-        self.before = scrape(params)
+        self.before = scrape(request)
         self.cpu_before = cpu_seconds()
         if meter is not None:
             meter.start()
@@ -1013,17 +1016,17 @@ class LevelProbe:
         level["client_cpu_s"] = round(cpu_seconds() - self.cpu_before, 3)
         sent = level["requests"] + level.get("abandoned", 0)
         level["client_cpu_ms_per_request"] = round(1000.0 * level["client_cpu_s"] / sent, 3) if sent else None
-        level["server_metrics"] = server_deltas(self.before, scrape(self.params))
+        level["server_metrics"] = server_deltas(self.before, scrape(self.request))
         level["prefix_cache_hit_rate"] = traffic.prefix_hit_rate(level["server_metrics"])
-        return traffic.judge(level, slo_of(self.params))
+        return traffic.judge(level, slo_of(self.request))
 
 
-def measure_level(params, loop, meter, concurrency, requests):
+def measure_level(request, loop, meter, concurrency, requests):
     """One closed-loop level: its requests, then its figures with /metrics deltas, client CPU and GPU energy."""
-    probe = LevelProbe(params, meter)
-    records, wall = run_closed(params, loop, requests, concurrency, duration_s=params["duration"] or None,
-                               max_failure_ratio=params["max_failure_ratio"])
-    return probe.finish(level_metrics(concurrency, records, wall, slo_of(params)))
+    probe = LevelProbe(request, meter)
+    records, wall = run_closed(request, loop, requests, concurrency, duration_s=request.duration or None,
+                               max_failure_ratio=request.max_failure_ratio)
+    return probe.finish(level_metrics(concurrency, records, wall, slo_of(request)))
 
 
 def arrival_figures(records, count):
@@ -1039,21 +1042,21 @@ def arrival_figures(records, count):
             "gap_cv": None if cv is None else round(cv, 4), "lag_ms_p99": round(percentile(lags, 99) * 1000, 3)}
 
 
-def measure_rate_level(params, loop, meter, source, rate, index, searched=False):
+def measure_rate_level(request, loop, meter, source, rate, index, searched=False):
     """One open-loop level: ``rate`` requests/s (gamma gaps of shape ``burstiness``), then its figures."""
-    count = traffic.requests_for_rate(rate, params["requests_per_level"], params["duration"],
-                                      params["max_concurrency"])
+    count = traffic.requests_for_rate(rate, request.requests_per_level, request.duration,
+                                      request.max_concurrency)
     requests = source.requests("rate-%d" % index, count)
-    offsets = traffic.arrival_offsets(count, rate, params["burstiness"],
-                                      random.Random("%d/arrivals/%d" % (params["seed"], index)))
-    probe = LevelProbe(params, meter)
+    offsets = traffic.arrival_offsets(count, rate, request.burstiness,
+                                      random.Random("%d/arrivals/%d" % (request.seed, index)))
+    probe = LevelProbe(request, meter)
     records, wall, waiting = loop.run_until_complete(run_open_level(
-        params["base_url"], params["api"], params["model"], requests, offsets, params["request_timeout"],
-        params["api_key"], max_concurrency=params["max_concurrency"], max_failure_ratio=params["max_failure_ratio"],
-        validate_certs=params["validate_certs"], ignore_eos=params["ignore_eos"]))
-    level = {"request_rate": traffic.rate_label(rate), "burstiness": params["burstiness"],
-             "max_concurrency": params["max_concurrency"] or None, "searched": searched}
-    figures = level_metrics(None, records, wall, slo_of(params))
+        request.base_url, request.api, request.model, requests, offsets, request.request_timeout,
+        request.api_key, max_concurrency=request.max_concurrency, max_failure_ratio=request.max_failure_ratio,
+        validate_certs=request.validate_certs, ignore_eos=request.ignore_eos))
+    level = {"request_rate": traffic.rate_label(rate), "burstiness": request.burstiness,
+             "max_concurrency": request.max_concurrency or None, "searched": searched}
+    figures = level_metrics(None, records, wall, slo_of(request))
     figures.pop("concurrency")
     level.update(figures)
     level["arrivals"] = arrival_figures(records, count)
@@ -1075,69 +1078,69 @@ class Sweep:
         self.failed_level = failed_level
         return False
 
-    def check(self, params, level, label):
+    def check(self, request, level, label):
         """Whether the sweep goes on after ``level``; stops it (False) on a level past max_failure_ratio."""
-        reason = level_failure(level, params["max_failure_ratio"])
+        reason = level_failure(level, request.max_failure_ratio)
         if not reason:
             return True
-        if not reachable(params):
+        if not reachable(request):
             reason = "the server went away during level %s (%s)" % (level_name(level), reason)
         return self.stop(reason, label)
 
 
-def closed_loop(params, loop, meter, source, state):
-    for concurrency in params["concurrency"]:
-        if not reachable(params):
+def closed_loop(request, loop, meter, source, state):
+    for concurrency in request.concurrency:
+        if not reachable(request):
             return state.stop("the server stopped answering /health before level C=%d" % concurrency, concurrency)
-        level = measure_level(params, loop, meter, concurrency, closed_level_requests(params, source, concurrency))
+        level = measure_level(request, loop, meter, concurrency, closed_level_requests(request, source, concurrency))
         state.levels.append(level)
-        if not state.check(params, level, concurrency):
+        if not state.check(request, level, concurrency):
             return False
     return True
 
 
-def _rate_level(params, loop, meter, source, state, rate, index, searched):
+def _rate_level(request, loop, meter, source, state, rate, index, searched):
     """Measure one open-loop level into ``state``; False when the sweep stops there."""
-    if not reachable(params):
+    if not reachable(request):
         return state.stop("the server stopped answering /health before level rate %s" % traffic.rate_text(rate),
                           traffic.rate_label(rate))
-    level = measure_rate_level(params, loop, meter, source, rate, index, searched)
+    level = measure_rate_level(request, loop, meter, source, rate, index, searched)
     state.rate_levels.append(level)
-    return state.check(params, level, traffic.rate_label(rate))
+    return state.check(request, level, traffic.rate_label(rate))
 
 
-def open_loop(params, loop, meter, source, state):
+def open_loop(request, loop, meter, source, state):
     """The ladder of request rates, then up to ``rate_search_steps`` levels bisecting for the max rate."""
-    ladder = [traffic.parse_rate(rate) for rate in params["request_rate"] or []]
+    ladder = [traffic.parse_rate(rate) for rate in request.request_rate or []]
     for index, rate in enumerate(ladder):
-        if not _rate_level(params, loop, meter, source, state, rate, index, False):
+        if not _rate_level(request, loop, meter, source, state, rate, index, False):
             return False
-    for step in range(params["rate_search_steps"] or 0):
-        rate = traffic.next_search_rate(state.rate_levels, slo_of(params))
+    for step in range(request.rate_search_steps or 0):
+        rate = traffic.next_search_rate(state.rate_levels, slo_of(request))
         if rate is None:
             break
-        if not _rate_level(params, loop, meter, source, state, rate, len(ladder) + step, True):
+        if not _rate_level(request, loop, meter, source, state, rate, len(ladder) + step, True):
             return False
     return True
 
 
-def sweep(params, meter, source):
+def sweep(request, meter, source):
     """Warm up, then every closed-loop level, then every open-loop level, until one fails; returns a Sweep."""
     loop = asyncio.new_event_loop()
     state = Sweep()
     try:
-        reason = warm_up(params, loop, source)
+        reason = warm_up(request, loop, source)
         if reason:
             state.stop(reason)
-        elif closed_loop(params, loop, meter, source, state):
-            open_loop(params, loop, meter, source, state)
+        elif closed_loop(request, loop, meter, source, state):
+            open_loop(request, loop, meter, source, state)
     finally:
         loop.close()
     return state
 
 
-def run_sweep(params, power_meter=PowerMeter):
-    """The benchmark of the module's ``params``: the served model, the prompts, warm-up and every level.
+def run_sweep(request: SweepRequest, power_meter=PowerMeter) -> Dict[str, Any]:
+    """The benchmark of the module's ``request``: the served model, the prompts, warm-up and every level.
 
     Returns the result (closed-loop levels, open-loop rate levels, workload, saturation and peak, the max
     sustainable rate, power, times). Raises BenchError when the server cannot be used (nothing measured) or when
@@ -1145,20 +1148,20 @@ def run_sweep(params, power_meter=PowerMeter):
     keys with the levels measured, the failed one included.
     ``power_meter`` builds the GPU energy meter (``PowerMeter``'s signature).
     """
-    entry = served_model(params)
-    source, workload = build_workload(params, entry)
-    meter = power_meter(indices=params["power_gpus"]) if params["power"] else None
+    entry = served_model(request)
+    source, workload = build_workload(request, entry)
+    meter = power_meter(indices=request.power_gpus) if request.power else None
     power_unavailable = "turned off (power: false)" if meter is None else meter.reason
     started = time.time()
     try:
-        state = sweep(params, meter, source)
+        state = sweep(request, meter, source)
     finally:
         if meter is not None:
             meter.close()
-    rate, how = traffic.max_sustainable(state.rate_levels, slo_of(params))
+    rate, how = traffic.max_sustainable(state.rate_levels, slo_of(request))
     result = dict(levels=state.levels, rate_levels=state.rate_levels, workload=workload, aborted=state.aborted,
                   failed_level=state.failed_level, elapsed_s=round(time.time() - started, 1),
-                  power_unavailable=power_unavailable, client_cpu_s=round(cpu_seconds(), 3), slo=slo_of(params),
+                  power_unavailable=power_unavailable, client_cpu_s=round(cpu_seconds(), 3), slo=slo_of(request),
                   max_sustainable_rate=rate, max_sustainable_rate_reason=how)
     result.update(saturation(state.levels))
     if state.aborted:

@@ -13,6 +13,7 @@ import json
 import pytest
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import vllm_bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench.sweep_request import SweepRequest
 
 
 @pytest.mark.parametrize("values, pct, expected", [
@@ -205,17 +206,21 @@ GOOD_OPTIONS = {"base_url": "http://127.0.0.1:8000", "concurrency": [1, 8], "req
                 "vocab_size": None, "reserved_token_ids": 16, "power_gpus": None}
 
 
+def _request(options):
+    return SweepRequest.from_module_params(dict(options, model="tiny"))
+
+
 def test_good_options_pass():
-    assert vllm_bench.validate_options(GOOD_OPTIONS) == []
-    assert vllm_bench.validate_options(dict(GOOD_OPTIONS, base_url="HTTPS://gpu-7.example:8443/", duration=30.5,
-                                            max_failure_ratio=1, power_gpus=[0, 3])) == []
+    assert vllm_bench.validate_options(_request(GOOD_OPTIONS)) == []
+    assert vllm_bench.validate_options(_request(dict(GOOD_OPTIONS, base_url="HTTPS://gpu-7.example:8443/", duration=30.5,
+                                                     max_failure_ratio=1, power_gpus=[0, 3]))) == []
 
 
 def test_every_bad_option_is_named_with_its_value():
     bad = dict(GOOD_OPTIONS, concurrency=[0], requests_per_level=-1, input_len=0, output_len=-5, warmup_requests=-1,
                request_timeout=0, duration=float("nan"), max_failure_ratio=2, vocab_size=0, reserved_token_ids=-3,
                power_gpus=[-1], base_url="ftp://x")
-    problems = vllm_bench.validate_options(bad)
+    problems = vllm_bench.validate_options(_request(bad))
     assert [problem.split(" ")[0] for problem in problems] == [
         "concurrency", "requests_per_level", "input_len", "output_len", "warmup_requests", "reserved_token_ids",
         "vocab_size", "request_timeout", "duration", "max_failure_ratio", "power_gpus", "base_url"]

@@ -414,7 +414,7 @@ class FakeMeter(object):
 def sweep_params(url, **extra):
     params = {name: spec.get("default") for name, spec in vllm_bench.ARGUMENT_SPEC.items()}
     params.update(bench_args(url, power=True, power_gpus=[0], **extra))
-    return params
+    return bench.SweepRequest.from_module_params(params)
 
 
 def test_run_sweep_returns_the_levels_with_their_energy_and_closes_the_meter(fake_server):
@@ -520,8 +520,9 @@ def test_the_search_bisects_towards_the_max_rate_within_its_steps(monkeypatch):
 
     monkeypatch.setattr(bench, "measure_rate_level", fake_level)
     monkeypatch.setattr(bench, "reachable", lambda params: True)
-    params = {"request_rate": [2, 8], "rate_search_steps": 3, "goodput": {"ttft_ms": 100}, "max_failure_ratio": 0}
+    request = bench.SweepRequest(model="tiny", request_rate=[2, 8], rate_search_steps=3, goodput={"ttft_ms": 100},
+                                 max_failure_ratio=0)
     state = bench.Sweep()
-    assert bench.open_loop(params, None, None, None, state)
+    assert bench.open_loop(request, None, None, None, state)
     assert measured == [(2.0, False), (8.0, False), (5.0, True), (6.5, True), (5.75, True)]
-    assert traffic.max_sustainable(state.rate_levels, params["goodput"])[0] == 5.0
+    assert traffic.max_sustainable(state.rate_levels, request.goodput)[0] == 5.0
