@@ -17,6 +17,7 @@ most of the time).
 """
 
 from __future__ import absolute_import, division, print_function
+from __future__ import annotations
 
 __metaclass__ = type
 
@@ -24,6 +25,7 @@ import glob
 import hashlib
 import json
 import os
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -60,13 +62,13 @@ SERVING_SPEC = (
 SERVING = tuple(name for name, _kind, _default in SERVING_SPEC)
 
 
-def serving_defaults():
+def serving_defaults() -> Dict[str, Any]:
     """Every serving field at its default (fresh copies of the dicts and lists)."""
     return dict((name, type(default)(default) if isinstance(default, (dict, list)) else default)
                 for name, _kind, default in SERVING_SPEC)
 
 
-def serving_argument_spec():
+def serving_argument_spec() -> Dict[str, Dict[str, Any]]:
     """SERVING_SPEC as AnsibleModule suboptions."""
     spec = {}
     for name, kind, default in SERVING_SPEC:
@@ -188,7 +190,7 @@ def _recipe_args(settings):
     return args
 
 
-def build_serve_args(settings):
+def build_serve_args(settings: Mapping[str, Any]) -> List[str]:
     """The arguments after ``vllm serve`` for ``settings``: the IDENTITY keys (only ``model`` required) and
     ``serving``, a dict of SERVING fields (absent ones at their defaults). ArgsBuildError names an unknown key,
     a value of the wrong type, or one holding a newline (it would end the unit's ExecStart= line)."""
@@ -214,7 +216,7 @@ def build_serve_args(settings):
     return args
 
 
-def _check_known(where, settings, known):
+def _check_known(where: str, settings: Any, known: Sequence[str]) -> None:
     if not isinstance(settings, dict):
         raise ArgsBuildError("%s: expected a dict, got %r" % (where, settings))
     unknown = sorted(str(key) for key in settings if key not in known)
@@ -444,7 +446,7 @@ def read_replies(python, count, timeout, rc, out, err):
     return reply["replies"]
 
 
-def check_many(python, checks, run_command, timeout=DEFAULT_TIMEOUT):
+def check_many(python: str, checks: List[List[str]], run_command: Callable, timeout: int = DEFAULT_TIMEOUT) -> List[Dict[str, Any]]:
     """Check each command line of ``checks`` (lists of the args after ``vllm serve``) in one run of the
     checker by ``python``; ``run_command(argv, data)`` returns ``(rc, stdout, stderr)``. Returns the replies
     in order; ArgsCheckError when the check could not be made."""
@@ -455,7 +457,7 @@ def check_many(python, checks, run_command, timeout=DEFAULT_TIMEOUT):
     return read_replies(python, len(checks), timeout, rc, out, err)
 
 
-def check_args(python, args, run_command, timeout=DEFAULT_TIMEOUT):
+def check_args(python: str, args: List[str], run_command: Callable, timeout: int = DEFAULT_TIMEOUT) -> Dict[str, Any]:
     """One command line's reply: ``{"ok", "message", "vllm_version", "non_default", "elapsed_s"}``."""
     return check_many(python, [args], run_command, timeout)[0]
 
@@ -501,7 +503,8 @@ def recorded_reply(params, key):
                 message="accepted before by the same vLLM install (record %s)" % params["record"])
 
 
-def run_module_check(params, run_command, check_mode, exists=os.path.exists, move=os.replace):
+def run_module_check(params: Mapping[str, Any], run_command: Callable, check_mode: bool, exists: Callable = os.path.exists,
+                     move: Callable = os.replace) -> Tuple[Dict[str, Any], Optional[str]]:
     """The vllm_args_check module's work. Returns ``(result, failure)``: ``failure`` is the message to fail the
     task with (None when it passes); ``result`` holds args, argv, checked, vllm_version, non_default,
     elapsed_s and message either way. ArgsBuildError and ArgsCheckError propagate."""
