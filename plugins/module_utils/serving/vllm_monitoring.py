@@ -30,12 +30,7 @@ import time
 from urllib.error import HTTPError, URLError
 from urllib.request import HTTPSHandler, ProxyHandler, build_opener
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.prometheus_text import (  # noqa: F401 (re-exported)
-    ExpositionError,
-    parse_exposition,
-    parse_sample,
-    parse_value,
-)
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.prometheus_text import ExpositionError, parse_exposition
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number, is_int
 from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import find_units, flag_value
 

@@ -25,6 +25,7 @@ import pytest
 
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io import prometheus_text
 from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_monitoring as vm
 from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_units as vu
 
@@ -90,24 +91,24 @@ def test_every_sample_line_of_the_capture_is_parsed():
 
 
 def test_labels_with_escapes_braces_commas_and_a_trailing_comma():
-    name, labels, value = vm.parse_sample(r'm{a="x\"}y",b="c,d",c="back\\slash",d="new\nline",} 2.5')
+    name, labels, value = prometheus_text.parse_sample(r'm{a="x\"}y",b="c,d",c="back\\slash",d="new\nline",} 2.5')
     assert name == "m" and value == 2.5
     assert labels == {"a": 'x"}y', "b": "c,d", "c": "back\\slash", "d": "new\nline"}
 
 
 def test_special_values_and_timestamps():
-    assert math.isnan(vm.parse_sample("m NaN")[2])
-    assert vm.parse_sample("m +Inf")[2] == float("inf")
-    assert vm.parse_sample("m -Inf")[2] == float("-inf")
-    assert vm.parse_sample("m{} 1e3 1700000000000")[2] == 1000.0
-    assert vm.parse_sample("vllm:x_total 7")[0] == "vllm:x_total"
+    assert math.isnan(prometheus_text.parse_sample("m NaN")[2])
+    assert prometheus_text.parse_sample("m +Inf")[2] == float("inf")
+    assert prometheus_text.parse_sample("m -Inf")[2] == float("-inf")
+    assert prometheus_text.parse_sample("m{} 1e3 1700000000000")[2] == 1000.0
+    assert prometheus_text.parse_sample("vllm:x_total 7")[0] == "vllm:x_total"
 
 
 @pytest.mark.parametrize("line", ['m{a="x} 1', "m{a=x} 1", "m", "m 1 2 3", "m one", 'm{a="1"}2', "m 1 12.5",
                                   "<html>"])
 def test_malformed_sample_lines_are_refused(line):
     with pytest.raises(ValueError):
-        vm.parse_sample(line)
+        prometheus_text.parse_sample(line)
 
 
 def test_a_bad_line_is_named_by_number():
