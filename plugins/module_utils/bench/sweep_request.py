@@ -68,7 +68,3 @@ class SweepRequest:
         if not params.get("model"):
             raise ValueError("model: required (the served model name to send requests for)")
         return cls(**dict(params))
-
-    def replace(self, **changes: Any) -> "SweepRequest":
-        """A copy with ``changes``."""
-        return dataclasses.replace(self, **changes)

@@ -22,6 +22,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import short_text
+
 
 class ExpositionError(ValueError):
     """Text that is not the Prometheus exposition format; the message names the line."""
@@ -111,7 +113,7 @@ def parse_exposition(text):
         try:
             samples.append(parse_sample(stripped))
         except ValueError as exc:
-            raise ExpositionError("line %d is not Prometheus text (%s): %s" % (number, exc, _short(stripped)))
+            raise ExpositionError("line %d is not Prometheus text (%s): %s" % (number, exc, short_text(stripped)))
     return samples
 
 
@@ -122,8 +124,3 @@ def sums(samples, names):
         if name in names:
             totals[name] = totals.get(name, 0.0) + value
     return totals
-
-
-def _short(text, limit=120):
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -115,6 +115,13 @@ def usable_cpus():
         return os.cpu_count() or 1
 
 
+def short_text(text, limit=120):
+    """``text`` on one line (runs of whitespace as one space), cut to ``limit`` characters with "..." when longer:
+    a value quoted in an error message."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def is_int(value):
     """An int that is not a bool (True is an int to isinstance)."""
     return isinstance(value, int) and not isinstance(value, bool)

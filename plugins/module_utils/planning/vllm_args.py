@@ -37,7 +37,7 @@ IDENTITY = ("model", "served_model_name", "host", "port", "plan_args")
 # vllm_deploy verdict's ``serving`` merged with the catalogue entry), with each field's Ansible type and
 # default. The parallel sizes apply only without plan_args; ``env`` is the unit's environment, not part of
 # the command line. The vllm_service role's argument spec and its _vllm_service_serving_defaults hold the
-# same table (tests/unit/test_serving_spec.py compares them).
+# same table (tests/unit/roles/test_serving_spec.py compares them).
 SERVING_SPEC = (
     ("tensor_parallel_size", "int", 1),
     ("pipeline_parallel_size", "int", 1),
@@ -70,9 +70,9 @@ def serving_defaults() -> Dict[str, Any]:
 
 def serving_argument_spec() -> Dict[str, Dict[str, Any]]:
     """SERVING_SPEC as AnsibleModule suboptions."""
-    spec = {}
-    for name, kind, default in SERVING_SPEC:
-        spec[name] = dict(type=kind, default=serving_defaults()[name])
+    spec, defaults = {}, serving_defaults()
+    for name, kind, dummy in SERVING_SPEC:
+        spec[name] = dict(type=kind, default=defaults[name])
         if kind == "list":
             spec[name]["elements"] = "str"
     spec["max_num_batched_tokens"]["no_log"] = False
@@ -196,8 +196,6 @@ def build_serve_args(settings: Mapping[str, Any]) -> List[str]:
     a value of the wrong type, or one holding a newline (it would end the unit's ExecStart= line)."""
     _check_known("settings", settings, IDENTITY + ("serving",))
     serving = settings.get("serving") or {}
-    if not isinstance(serving, dict):
-        raise ArgsBuildError("serving: expected a dict of %s, got %r" % (", ".join(SERVING), serving))
     _check_known("serving", serving, SERVING)
     model = _text(settings, "model")
     if model is None:

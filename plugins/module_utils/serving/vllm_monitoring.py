@@ -31,7 +31,7 @@ from urllib.error import HTTPError, URLError
 from urllib.request import HTTPSHandler, ProxyHandler, build_opener
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.prometheus_text import ExpositionError, parse_exposition
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number, is_int
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number, is_int, short_text
 from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import find_units, flag_value
 
 DEFAULT_STATE_DIR = "/var/lib/gauntlet-vllm"
@@ -55,11 +55,6 @@ REQUIRED_METRIC = "vllm:num_requests_running"
 
 WATCHDOG_FIELDS = ("restarts_total", "restarts_last_hour", "gave_up", "consecutive_failures", "last_probe",
                    "last_restart")
-
-
-def _short(text, limit=120):
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _number(value):
@@ -164,12 +159,12 @@ def state_shape_problems(state):
             problems.append("%s must be a whole number of 0 or more (got %r)" % (field, state.get(field)))
     restarts = state.get("restarts")
     if not isinstance(restarts, list) or not all(is_finite_number(item) for item in restarts):
-        problems.append("restarts must be a list of epoch seconds (got %r)" % (_short(restarts, 60),))
+        problems.append("restarts must be a list of epoch seconds (got %r)" % (short_text(restarts, 60),))
     if not isinstance(state.get("gave_up"), bool):
         problems.append("gave_up must be true or false (got %r)" % (state.get("gave_up"),))
     for field in ("last_probe", "last_restart"):
         if state.get(field) is not None and not isinstance(state.get(field), dict):
-            problems.append("%s must be an object or null (got %r)" % (field, _short(state.get(field), 60)))
+            problems.append("%s must be an object or null (got %r)" % (field, short_text(state.get(field), 60)))
     return problems
 
 

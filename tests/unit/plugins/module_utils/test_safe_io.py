@@ -95,3 +95,9 @@ def test_plain_value_checks(value, integer, finite):
 def test_size_text_and_type_names():
     assert safe_io.size_text(64 * 1024 * 1024) == "64 MiB" and safe_io.size_text(100) == "100 bytes"
     assert [safe_io.json_type_name(v) for v in (None, True, {}, [], 1.5)] == ["null", "bool", "object", "array", "float"]
+
+
+def test_short_text_is_one_line_and_cut_with_a_mark():
+    assert safe_io.short_text("a\n  b\tc") == "a b c"
+    assert safe_io.short_text("x" * 10, limit=10) == "x" * 10
+    assert safe_io.short_text("x" * 11, limit=10) == "x" * 7 + "..."
