@@ -16,10 +16,26 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import run_playbook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TEMPLATES = os.path.join(ROOT, "roles", "vllm_service", "templates")
+WATCHDOG = os.path.join(ROOT, "roles", "vllm_watchdog")
+
+
+def _watchdog_vars():
+    """The variables vllm_watchdog's templates see when vllm_service calls it: its defaults and vars, under the
+    vars: vllm_service passes (read from tasks/watchdog.yml, so this test renders what the role would)."""
+    merged = {}
+    for path in (os.path.join(WATCHDOG, "defaults", "main.yml"), os.path.join(WATCHDOG, "vars", "main.yml")):
+        with open(path) as handle:
+            merged.update(yaml.safe_load(handle))
+    with open(os.path.join(ROOT, "roles", "vllm_service", "tasks", "watchdog.yml")) as handle:
+        include = yaml.safe_load(handle)[0]
+    assert include["ansible.builtin.include_role"]["name"] == "gauntlet.vllm.vllm_watchdog"
+    merged.update(include["vars"])
+    return merged
 
 API_KEY = "gauntlet-role-api-key-5e2b7c90"
 SECRET = "gauntlet-db-secret-3a91f4c2"
@@ -92,16 +108,13 @@ CASE_TASKS = """
             dest: {out}/{name}.env
             mode: "0600"
           no_log: true
-        - name: Render the watchdog's service
+        - name: Render the watchdog's service and timer (vllm_watchdog's, with the vars vllm_service passes)
+          vars: {watchdog_vars}
           ansible.builtin.template:
-            src: {templates}/vllm-watchdog.service.j2
-            dest: {out}/{name}-watchdog.service
+            src: {watchdog}/templates/vllm-watchdog.{{{{ item }}}}.j2
+            dest: {out}/{name}-watchdog.{{{{ item }}}}
             mode: "0644"
-        - name: Render the watchdog's timer
-          ansible.builtin.template:
-            src: {templates}/vllm-watchdog.timer.j2
-            dest: {out}/{name}-watchdog.timer
-            mode: "0644"
+          loop: [service, timer]
         - name: Keep the outcome
           ansible.builtin.copy:
             content: "{{{{ {{'ok': true, 'args': __vllm_service_args, 'host': __vllm_service_host | default(none)}} | to_json }}}}"
@@ -136,7 +149,8 @@ def played(tmp_path_factory):
               "vllm_service_port": 8000, "vllm_service_args_check": False}
     playbook = "- hosts: localhost\n  connection: local\n  gather_facts: false\n  vars: %s\n  tasks:\n" % json.dumps(header)
     for name, variables in CASES.items():
-        playbook += CASE_TASKS.format(name=name, variables=json.dumps(variables), templates=TEMPLATES, out=out)
+        playbook += CASE_TASKS.format(name=name, variables=json.dumps(variables), templates=TEMPLATES, out=out,
+                                      watchdog=WATCHDOG, watchdog_vars=json.dumps(_watchdog_vars()))
     (base / "play.yml").write_text(playbook)
     result = run_playbook(["-v", base / "play.yml"])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

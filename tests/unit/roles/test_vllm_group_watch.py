@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The group watch of multi-node deployments (roles/vllm_service/files/vllm_group_watch.py): its verdicts
+"""The group watch of multi-node deployments (roles/vllm_watchdog/files/vllm_group_watch.py): its verdicts
 on a scripted sequence of looks, and the real script as two processes on loopback sockets, one of which
 is killed."""
 
@@ -20,7 +20,7 @@ import time
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-SCRIPT = os.path.join(ROOT, "roles", "vllm_service", "files", "vllm_group_watch.py")
+SCRIPT = os.path.join(ROOT, "roles", "vllm_watchdog", "files", "vllm_group_watch.py")
 TOKEN = "vllm-tiny-llama.service@10.0.0.10"
 
 

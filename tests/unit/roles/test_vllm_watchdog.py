@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gauntlet.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The vLLM units' watchdog (roles/vllm_service/files/vllm_watchdog.py), one run per test step, against a
+"""The vLLM units' watchdog (roles/vllm_watchdog/files/vllm_watchdog.py), one run per test step, against a
 real local HTTP server that answers, hangs past the request timeout, or serves /metrics with rising or flat
 generation tokens, and a fake ``systemctl`` on PATH that records its argv and reports the ActiveState set."""
 
@@ -21,7 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-FILES = os.path.join(ROOT, "roles", "vllm_service", "files")
+FILES = os.path.join(ROOT, "roles", "vllm_watchdog", "files")
+# The readiness probe a look runs is vllm_service's.
+READY = os.path.join(ROOT, "roles", "vllm_service", "files", "vllm_ready.py")
 UNIT = "vllm-tiny-llama.service"
 KEY = "gauntlet-watchdog-key-7f3e91ab"
 TIMEOUT = 0.5
@@ -135,7 +137,7 @@ class Host:
                 "--max-restarts", str(max_restarts), "--request-timeout", str(TIMEOUT),
                 "--state-file", str(self.watchdog_state), "--textfile-dir", str(self.textfile_dir),
                 "--hold-dir", str(self.hold_dir), "--runtime-unit-dir", str(self.runtime),
-                "--ready", os.path.join(FILES, "vllm_ready.py")] + list(extra)
+                "--ready", READY] + list(extra)
 
     def run(self, url, **kwargs):
         assert WATCHDOG.main(self.argv(url, **kwargs)) == 0
@@ -371,7 +373,7 @@ def test_the_api_key_goes_through_the_environment_only(host, vllm, monkeypatch):
 def test_vllm_ready_once_makes_a_single_attempt(vllm, mode, status):
     vllm.mode = mode
     started = time.monotonic()
-    done = subprocess.run([sys.executable, os.path.join(FILES, "vllm_ready.py"), "--once", "--url", vllm.url, "--model", "m",
+    done = subprocess.run([sys.executable, READY, "--once", "--url", vllm.url, "--model", "m",
                            "--request-timeout", str(TIMEOUT), "--interval", "30"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False, timeout=20)
     assert done.returncode == status, done.stdout

@@ -53,8 +53,8 @@ def test_every_unit_template_quotes_through_the_filter():
     # The unit templates (the server, its watchdog, the group watch, a Ray node, the GPU metrics collector): three
     # carried copies of this quoting as macros, two quoted by hand or not at all; each now calls the filter.
     names = [os.path.basename(path) for path in UNIT_TEMPLATES]
-    assert names == ["gauntlet-ray.service.j2", "gauntlet-gpu-textfile.service.j2", "vllm-group.service.j2",
-                     "vllm-watchdog.service.j2", "vllm.service.j2"]
+    assert names == ["gauntlet-ray.service.j2", "gauntlet-gpu-textfile.service.j2", "vllm.service.j2",
+                     "vllm-group.service.j2", "vllm-watchdog.service.j2"]
     for path in UNIT_TEMPLATES:
         with open(path) as handle:
             text = handle.read()
