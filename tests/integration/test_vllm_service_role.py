@@ -37,6 +37,7 @@ def _watchdog_vars():
     merged.update(include["vars"])
     return merged
 
+
 API_KEY = "gauntlet-role-api-key-5e2b7c90"
 SECRET = "gauntlet-db-secret-3a91f4c2"
 REFUSED_KEY = "gauntlet-refused-key-c0ffee42"
