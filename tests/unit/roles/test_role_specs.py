@@ -3,15 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every role's public variables are declared once, in its argument spec: each default in defaults/main.yml that
 carries the role's prefix is an option of some entry point, with the same default where the value is literal,
-and the README names every entry point. The watchdog role
-and its script (files/vllm_watchdog.py) name the same runtime files: the hold, the gave-up drop-in, the textfile."""
+and the README names every entry point. vllm_service names the group watch's unit as vllm_watchdog does
+(tests/unit/roles/test_vllm_watchdog.py checks the watchdog role against its script)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import glob
-import importlib.util
 import os
 
 import pytest
@@ -66,28 +65,6 @@ def test_every_role_has_a_readme_naming_its_entry_points(role):
     for entry_point in _yaml(role, "meta", "argument_specs.yml")["argument_specs"]:
         if entry_point != "main":
             assert "`%s`" % entry_point in readme, "%s README does not name its entry point %s" % (role, entry_point)
-
-
-def _watchdog_script():
-    path = os.path.join(ROOT, "roles", "vllm_watchdog", "files", "vllm_watchdog.py")
-    spec = importlib.util.spec_from_file_location("gauntlet_vllm_watchdog_script", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_watchdog_role_and_its_script_name_the_same_runtime_files():
-    script, role_vars = _watchdog_script(), _yaml("vllm_watchdog", "vars", "main.yml")
-    args = script.parse_args(["--unit", "vllm-x.service", "--url", "http://127.0.0.1:1", "--model", "m",
-                              "--state-file", "/tmp/s.json", "--textfile-dir", "/tmp/t"])
-    assert role_vars["_vllm_watchdog_hold_dir"] == args.hold_dir
-    assert role_vars["_vllm_watchdog_drop_in"] == (
-        args.runtime_unit_dir + "/{{ vllm_watchdog_unit }}.d/" + script.DROP_IN_NAME)
-    # The role removes the textfile the script writes: the same name for the same unit.
-    textfile = role_vars["_vllm_watchdog_textfile"].strip()
-    assert textfile.startswith("{{ vllm_watchdog_textfile_dir }}/gauntlet_vllm_watchdog_")
-    assert os.path.basename(script.textfile_path("/d", "vllm-x.service")) == "gauntlet_vllm_watchdog_vllm_x_service.prom"
-    assert "regex_replace('[^A-Za-z0-9_]', '_')" in textfile and textfile.endswith(".prom")
 
 
 def test_vllm_service_names_the_group_watch_as_the_watchdog_role_does():

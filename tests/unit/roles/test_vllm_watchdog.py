@@ -19,6 +19,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FILES = os.path.join(ROOT, "roles", "vllm_watchdog", "files")
@@ -378,3 +379,20 @@ def test_vllm_ready_once_makes_a_single_attempt(vllm, mode, status):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False, timeout=20)
     assert done.returncode == status, done.stdout
     assert vllm.completions == 1 and time.monotonic() - started < 10
+
+
+def test_the_watchdog_role_and_its_script_name_the_same_runtime_files():
+    """The role holds, resets and cleans up what the script reads and writes: the hold, the gave-up drop-in, the
+    textfile."""
+    with open(os.path.join(ROOT, "roles", "vllm_watchdog", "vars", "main.yml")) as handle:
+        role_vars = yaml.safe_load(handle)
+    args = WATCHDOG.parse_args(["--unit", "vllm-x.service", "--url", "http://127.0.0.1:1", "--model", "m",
+                                "--state-file", "/tmp/s.json", "--textfile-dir", "/tmp/t"])
+    assert role_vars["_vllm_watchdog_hold_dir"] == args.hold_dir
+    assert role_vars["_vllm_watchdog_drop_in"] == (
+        args.runtime_unit_dir + "/{{ vllm_watchdog_unit }}.d/" + WATCHDOG.DROP_IN_NAME)
+    # The role removes the textfile the script writes: the same name for the same unit.
+    textfile = role_vars["_vllm_watchdog_textfile"].strip()
+    assert textfile.startswith("{{ vllm_watchdog_textfile_dir }}/gauntlet_vllm_watchdog_")
+    assert os.path.basename(WATCHDOG.textfile_path("/d", "vllm-x.service")) == "gauntlet_vllm_watchdog_vllm_x_service.prom"
+    assert "regex_replace('[^A-Za-z0-9_]', '_')" in textfile and textfile.endswith(".prom")
