@@ -17,6 +17,7 @@ __metaclass__ = type
 import json
 import math
 import os
+import re
 import stat
 
 # What a text file read through read_text may hold at most, unless the caller says less.
@@ -130,3 +131,48 @@ def is_int(value):
 def is_finite_number(value):
     """An int or float that is not a bool, NaN or an infinity."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def full_match(pattern, value):
+    """True when the whole of ``value`` (a str) matches ``pattern`` (a str or compiled regex).
+
+    ``re.match(r"^name$")`` also accepts ``"name\\n"``: ``$`` matches before one trailing newline, and that newline
+    then ends up in a unit file, a textfile or a config file as a second line. Every name check goes through here.
+    """
+    if not isinstance(value, str):
+        return False
+    regex = pattern if hasattr(pattern, "fullmatch") else re.compile(pattern)
+    return regex.fullmatch(value) is not None
+
+
+def finite_number(value, where, error=SafeIOError, minimum=None, maximum=None, above=None):
+    """``value`` as a float when it is a finite int or float (not a bool) within the bounds; otherwise ``error``
+    naming ``where`` and the value. ``minimum``/``maximum`` are inclusive, ``above`` is an exclusive lower bound
+    (``above=0``: strictly positive). Strings are refused, not parsed: "nan" and "inf" parse as floats."""
+    if not is_finite_number(value):
+        raise error("%s must be a finite number, got %s" % (where, short_text(repr(value), 80)))
+    number = float(value)
+    if above is not None and not number > above:
+        raise error("%s must be greater than %s, got %s" % (where, above, value))
+    if minimum is not None and number < minimum:
+        raise error("%s must be at least %s, got %s" % (where, minimum, value))
+    if maximum is not None and number > maximum:
+        raise error("%s must be at most %s, got %s" % (where, maximum, value))
+    return number
+
+
+# Characters no single-line configuration value may hold: line breaks start a new directive or key in HAProxy,
+# Prometheus YAML, systemd units and textfiles; NUL ends a C string early.
+LINE_BREAKS = ("\n", "\r", "\x00", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def single_line(value, where, error=SafeIOError, forbidden=""):
+    """``value`` when it is a str holding no line break, NUL, or any of ``forbidden`` (the characters the target
+    format gives a meaning to); otherwise ``error`` naming ``where`` and the character found."""
+    if not isinstance(value, str):
+        raise error("%s must be a string, got %s" % (where, json_type_name(value)))
+    for char in LINE_BREAKS + tuple(forbidden):
+        if char in value:
+            raise error("%s must not contain %r (it would be written into a configuration file): %s"
+                        % (where, char, short_text(repr(value), 80)))
+    return value

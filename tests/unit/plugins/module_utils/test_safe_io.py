@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import socket
 import threading
 
@@ -101,3 +102,46 @@ def test_short_text_is_one_line_and_cut_with_a_mark():
     assert safe_io.short_text("a\n  b\tc") == "a b c"
     assert safe_io.short_text("x" * 10, limit=10) == "x" * 10
     assert safe_io.short_text("x" * 11, limit=10) == "x" * 7 + "..."
+
+
+@pytest.mark.parametrize("value", ["name\n", "name\r", "\nname", "na\nme", "name ", "", None, 3, b"name"])
+def test_full_match_refuses_what_re_match_with_dollar_lets_through(value):
+    assert not safe_io.full_match(r"^[a-z]+$", value)
+    assert not safe_io.full_match(re.compile(r"[a-z]+"), value)
+
+
+def test_full_match_accepts_the_whole_name():
+    assert safe_io.full_match(r"[a-z]+", "name")
+    assert safe_io.full_match(re.compile(r"^[a-z]+$"), "name")
+    # What the helper exists for: re.match with "$" takes one trailing newline.
+    assert re.match(r"^[a-z]+$", "name\n")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), "1", "nan", True, None, [1]])
+def test_finite_number_refuses_non_finite_and_non_numbers_naming_the_field(value):
+    with pytest.raises(safe_io.SafeIOError, match="baseline.tok_s must be a finite number"):
+        safe_io.finite_number(value, "baseline.tok_s")
+
+
+def test_finite_number_bounds_name_the_field_and_value():
+    assert safe_io.finite_number(3, "x", minimum=0, maximum=3) == 3.0
+    with pytest.raises(safe_io.SafeIOError, match="x must be greater than 0, got 0"):
+        safe_io.finite_number(0, "x", above=0)
+    with pytest.raises(safe_io.SafeIOError, match="x must be at least 1, got 0.5"):
+        safe_io.finite_number(0.5, "x", minimum=1)
+    with pytest.raises(safe_io.SafeIOError, match="x must be at most 1, got 2"):
+        safe_io.finite_number(2, "x", maximum=1)
+
+
+@pytest.mark.parametrize("value", ["5s\n  server evil 1.2.3.4:80", "a\rb", "a\x00b", "a\u2028b", "a\x85b"])
+def test_single_line_refuses_line_breaks_naming_the_variable(value):
+    with pytest.raises(safe_io.SafeIOError, match="vllm_router_check_interval must not contain"):
+        safe_io.single_line(value, "vllm_router_check_interval")
+
+
+def test_single_line_refuses_the_formats_own_characters_and_non_strings():
+    assert safe_io.single_line("5s", "v") == "5s"
+    with pytest.raises(safe_io.SafeIOError, match="must not contain '\"'"):
+        safe_io.single_line('unit"x', "v", forbidden='"\\')
+    with pytest.raises(safe_io.SafeIOError, match="v must be a string, got int"):
+        safe_io.single_line(5, "v")
