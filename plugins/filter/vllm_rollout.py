@@ -21,7 +21,12 @@ def vllm_gate_verdict(measured, baseline=None, concurrency=None, max_regression=
     if concurrency is None:
         raise AnsibleFilterError("vllm_gate_verdict needs concurrency=<the gate's level>")
     try:
-        return gate_verdict(measured, baseline or None, int(concurrency), float(max_regression), float(max_error_rate))
+        level = int(concurrency)
+    except (TypeError, ValueError, OverflowError):
+        raise AnsibleFilterError("vllm_gate_verdict: concurrency: %r is not a whole number" % (concurrency,))
+    try:
+        # float() reads "nan" and "inf": gate_verdict refuses them by name.
+        return gate_verdict(measured, baseline or None, level, float(max_regression), float(max_error_rate))
     except (GateError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("vllm_gate_verdict: %s" % exc)
 

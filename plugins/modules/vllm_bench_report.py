@@ -34,8 +34,9 @@ description:
   - Existing files of an earlier run of the same O(name) are replaced, never the history.
   - The files are written mode 0640 and carry the marker C(gauntlet.vllm.vllm_bench_report) (a C(generator) key in
     the JSON and on each history line, a first-line comment in the Markdown, the PNG's C(Software) text). A file
-    already at one of the paths without that marker was written by something else; the module fails naming it
-    and leaves it alone.
+    already at one of the paths without the marker in that place (the JSON's top-level C(generator), the Markdown's
+    first line exactly, the PNG's C(Software) text, the C(generator) of the history's first line) was written by
+    something else, even when it mentions the module; the module fails naming it and leaves it alone.
   - O(baseline) is read only up to 64 MiB and must be a JSON report of this module (with a C(levels) list). Only
     concurrency levels are compared.
   - An O(output_dir) that exists and is not a directory, or an O(history_file) whose directory does not exist,

@@ -26,8 +26,9 @@ description:
   - An O(output_dir) that exists and is not a directory fails the task naming it before anything is written.
   - Meant to run on the controller (delegated to C(localhost)); the PNG needs matplotlib there.
   - The files are written mode 0640 and carry the marker C(gauntlet.vllm.vllm_gauntlet_report) (a C(generator) key,
-    a first-line comment, the PNG's C(Software) text). A file already at one of the paths without that marker was
-    written by something else; the module fails naming it and leaves it alone.
+    a first-line comment, the PNG's C(Software) text). A file already at one of the paths without the marker in that
+    place (the JSON's top-level C(generator), the Markdown's first line exactly, the PNG's C(Software) text) was
+    written by something else, even when it mentions the module; the module fails naming it and leaves it alone.
 author:
   - gauntlet.vllm contributors (@gauntlet)
 requirements:

@@ -21,7 +21,8 @@ description:
     of it, O(content))."
   - A file at O(path) whose top level is not a JSON object carrying a C(generator) that starts with
     C(gauntlet.vllm.) belongs to somebody else (so does a symlink, a folder, a file over 16 MiB or nested too
-    deeply). The task fails naming it, and it is left alone.
+    deeply, and one holding NaN or an infinity anywhere, which the collection never writes). The task fails naming it
+    (and the number's place), and it is left alone.
   - A record of the collection in an older format (those written before this module, without a C(format) key) is read as existing
     but matching nothing, with an empty RV(content); O(state=present) replaces it.
 author:
@@ -29,13 +30,14 @@ author:
 options:
   path:
     description:
-      - The record's file.
+      - The record's file. A path that ends in C(/) or holds a NUL byte fails the task naming it.
     type: path
     required: true
   generator:
     description:
       - The name of the module or role that owns the record (C(model_fetch), C(vllm_bench)); the file carries
         C(gauntlet.vllm.<generator>). Only a record of this generator can match.
+      - Lower-case letters, digits and C(_), starting with a letter (nothing else, not even a trailing newline).
     type: str
     required: true
   state:

@@ -20,7 +20,9 @@ description:
     against the host's baseline and whether it went back into the router.
   - The fleet's summary counts the outcomes, and gives the rollout's span and the time each step took over the fleet.
   - A file whose content would not change is left alone. The files are written mode 0640 and carry the marker
-    C(gauntlet.vllm.vllm_rollout_report); a file at one of the paths without it fails the task naming it and is left alone.
+    C(gauntlet.vllm.vllm_rollout_report) (the JSON's top-level C(generator), the Markdown's first line); a file at one
+    of the paths without the marker in that place (one that merely mentions the module included) fails the task
+    naming it and is left alone.
   - Meant to run on the controller (delegated to C(localhost)).
 author:
   - gauntlet.vllm contributors (@gauntlet)

@@ -4,11 +4,13 @@
 """Writing report files on the controller: whole or not at all, owner and group only, and never over a file
 that some other program wrote.
 
-Every file a report module writes carries a marker, the module's name (``gauntlet.vllm.<module>``): a
-``generator`` key in JSON, an HTML comment on the first line of Markdown, the ``Software`` text chunk of a PNG,
-a ``generator`` key on each history line. Before it replaces or appends to a file, the module looks for its
-marker near the start of that file; a file without it belongs to somebody else and is left alone, and the
-module fails naming it. Reports may hold the workload and unit details of a deployment, so they are 0640.
+Every file a report module writes carries a marker, the module's name (``gauntlet.vllm.<module>``), where that
+format keeps such a thing: the top-level ``generator`` key of the JSON, the first line of the Markdown (exactly
+``markdown_marker``), the ``Software`` text chunk of the PNG, the ``generator`` key of the history's first line.
+Before it replaces or appends to a file, the module reads that one place (bounded, regular files only, never
+waiting on a FIFO); a file without the marker there belongs to somebody else, even when it mentions the module, and
+is left alone: the module fails naming it and saying why. Reports may hold the workload and unit details of a
+deployment, so they are 0640.
 
 ``write_report`` is the one way both report modules write: the marker check, the directory, the JSON and
 Markdown (left alone when their bytes would not change), the PNG and a history line, and in check mode the
@@ -23,6 +25,7 @@ __metaclass__ = type
 
 import json
 import os
+import struct
 import tempfile
 
 from ansible.module_utils.basic import missing_required_lib
@@ -30,11 +33,24 @@ from ansible.module_utils.common.text.converters import to_bytes
 
 # The SLO keys (vllm_bench's goodput) and the latency each limits: bench_traffic defines them.
 from ansible_collections.gauntlet.vllm.plugins.module_utils.bench.bench_traffic import SLO_METRICS
+# open_regular: the one "regular file only, never wait on a FIFO" open; the marker tests need its bytes, not text.
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import (
+    json_type_name,
+    open_regular,
+    parse_json,
+    read_json_object,
+    short_text,
+    size_text,
+)
 
 REPORT_MODE = 0o640
-# A marker is written at the start (JSON sorts "generator" among the first keys only by luck, so look far
-# enough): PNG text chunks come before the image data, Markdown's comment is its first line.
+# How much of a PNG the marker test reads: matplotlib writes its text chunks right after the header, before the image
+# data. A history's first line holds one run's figures, a few KiB; one longer than this is no line of ours.
 MARKER_WINDOW = 64 * 1024
+HISTORY_LINE_MAX = 1024 * 1024
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# The Markdown's first line, with the marker.
+MARKDOWN_LINE = "<!-- written by %s: edits are overwritten -->\n"
 
 
 class ReportFileError(Exception):
@@ -46,29 +62,130 @@ def marker_of(module_name):
 
 
 def markdown_marker(module_name):
-    return "<!-- written by %s: edits are overwritten -->\n" % marker_of(module_name)
+    return MARKDOWN_LINE % marker_of(module_name)
 
 
-def is_ours(path, marker):
-    """True when ``path`` is absent or holds ``marker`` near its start; False for anything else there
-    (another file, a directory, a link to elsewhere, a file we cannot read)."""
-    if not os.path.lexists(path):
-        return True
-    if os.path.islink(path) or not os.path.isfile(path):
-        return False
+# ---- is it ours? one marker test per format ---------------------------------------------------
+
+def _read_head(path, limit):
+    """The first ``limit`` bytes of the regular file ``path`` (opened without waiting on a FIFO)."""
+    with open_regular(path, ReportFileError) as handle:
+        try:
+            return handle.read(limit)
+        except (IOError, OSError) as exc:
+            raise ReportFileError("%s: cannot read file: %s" % (path, exc))
+
+
+def _generator_problem(document, marker, where):
+    """Why ``document`` (parsed JSON) is not one of ours: its top-level ``generator`` must be exactly ``marker``."""
+    if not isinstance(document, dict):
+        return "%s is %s, not a JSON object" % (where, json_type_name(document))
+    if "generator" not in document:
+        return "%s has no generator key" % where
+    if document["generator"] != marker:
+        return "%s has the generator %s" % (where, short_text(json.dumps(document["generator"]), 80))
+    return None
+
+
+def _json_problem(path, marker):
+    # The whole file is parsed (bounded): a "generator" anywhere but the top level says nothing about who wrote it.
+    return _generator_problem(read_json_object(path, ReportFileError), marker, "its top level")
+
+
+def _markdown_problem(path, marker):
+    line = to_bytes(MARKDOWN_LINE % marker)
+    if _read_head(path, len(line)) != line:
+        return "its first line is not the marker line %s" % line.decode().strip()
+    return None
+
+
+def _png_text(kind, data):
+    """The text of a ``Software`` tEXt or iTXt chunk (``kind``, ``data``), None for any other chunk. A compressed
+    iTXt is never one of ours (matplotlib writes its text plain): it gives a text no marker equals."""
+    keyword, separator, rest = data.partition(b"\x00")
+    if keyword != b"Software" or not separator or kind not in (b"tEXt", b"iTXt"):
+        return None
+    if kind == b"tEXt":
+        return rest.decode("latin-1")
+    # iTXt: compression flag, compression method, language tag NUL, translated keyword NUL, text (UTF-8).
+    fields = rest[2:].split(b"\x00", 2)
+    if rest[:1] != b"\x00" or len(fields) != 3:
+        return "(compressed or malformed iTXt)"
+    return fields[2].decode("utf-8", "replace")
+
+
+def png_software(head):
+    """The ``Software`` text of the PNG that starts with the bytes ``head``: its first Software tEXt/iTXt chunk
+    before the image data, None when there is none within ``head``; ReportFileError when ``head`` is no PNG."""
+    if not head.startswith(PNG_SIGNATURE):
+        raise ReportFileError("it is not a PNG")
+    offset = len(PNG_SIGNATURE)
+    while offset + 8 <= len(head):
+        length, kind = struct.unpack(">I4s", head[offset:offset + 8])
+        data = head[offset + 8:offset + 8 + length]
+        if kind in (b"IDAT", b"IEND") or len(data) < length:
+            return None
+        text = _png_text(kind, data)
+        if text is not None:
+            return text
+        offset += 12 + length
+    return None
+
+
+def _png_problem(path, marker):
+    software = png_software(_read_head(path, MARKER_WINDOW))
+    if software is None:
+        return "no Software text before its image data"
+    if software != marker:
+        return "its Software text is %s" % short_text(repr(software), 80)
+    return None
+
+
+def _history_problem(path, marker):
+    # The first line only: the module creates the file with its first line and only ever appends its own, so the
+    # first line says who started it, and reading it stays bounded however long the history grows (every line
+    # would mean reading the whole file before each append).
+    head = _read_head(path, HISTORY_LINE_MAX + 1)
+    line, newline, dummy = head.partition(b"\n")
+    if not newline and len(head) > HISTORY_LINE_MAX:
+        return "its first line is longer than %s" % size_text(HISTORY_LINE_MAX)
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(MARKER_WINDOW)
-    except (IOError, OSError):
-        return False
-    return to_bytes(marker) in head
+        document = parse_json(line.decode("utf-8"), "its first line", ReportFileError)
+    except UnicodeDecodeError:
+        return "its first line is not UTF-8 text"
+    return _generator_problem(document, marker, "its first line")
 
 
-def check_ours(path, marker):
-    if not is_ours(path, marker):
+MARKER_TESTS = {"json": _json_problem, "markdown": _markdown_problem, "png": _png_problem,
+                "history": _history_problem}
+
+
+def marker_problem(path, marker, kind):
+    """None when ``path`` is absent or carries ``marker`` the way a ``kind`` file (``json``, ``markdown``, ``png``,
+    ``history``) of a report module does; else why it is not ours (a link, not a regular file, not that format,
+    no marker in its place)."""
+    if not os.path.lexists(path):
+        return None
+    if os.path.islink(path):
+        return "it is a symbolic link"
+    try:
+        return MARKER_TESTS[kind](path, marker)
+    except ReportFileError as exc:
+        message = str(exc)
+        return message[len(path) + 2:] if message.startswith(path + ": ") else message
+
+
+def is_ours(path, marker, kind):
+    """True when ``path`` is absent or carries ``marker`` where a ``kind`` file keeps it (see ``marker_problem``)."""
+    return marker_problem(path, marker, kind) is None
+
+
+def check_ours(path, marker, kind):
+    problem = marker_problem(path, marker, kind)
+    if problem is not None:
         raise ReportFileError(
-            "refusing to overwrite %s: it was not written by %s (no '%s' marker in it). Move it away, or choose "
-            "another output_dir or name." % (path, marker, marker))
+            "refusing to overwrite %s: it was not written by %s (%s). Move it away, or choose another output_dir or "
+            "name." % (path, marker, problem))
 
 
 def would_change(path, data):
@@ -80,13 +197,10 @@ def would_change(path, data):
         return True
 
 
-def write_atomic(module, path, data, unless_unchanged=False, marker=None):
+def write_atomic(module, path, data, unless_unchanged=False):
     """Write ``data`` to ``path`` through a temporary file and ``atomic_move``, so a reader never sees half a
-    report. With ``marker``, a file already at ``path`` that does not carry it is refused (ReportFileError).
-    With ``unless_unchanged``, a file that already holds exactly ``data`` is left alone (a re-run then
-    reports no change). Returns whether it wrote."""
-    if marker is not None:
-        check_ours(path, marker)
+    report (whose marker ``write_report`` checked first). With ``unless_unchanged``, a file that already holds
+    exactly ``data`` is left alone (a re-run then reports no change). Returns whether it wrote."""
     data = to_bytes(data)
     if unless_unchanged and not would_change(path, data):
         return False
@@ -102,7 +216,7 @@ def write_atomic(module, path, data, unless_unchanged=False, marker=None):
 
 def append_line(path, line, marker):
     """Append one line to a history file that is ours (or new, then created 0640)."""
-    check_ours(path, marker)
+    check_ours(path, marker, "history")
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, REPORT_MODE)
     with os.fdopen(descriptor, "ab") as stream:
         stream.write(to_bytes(line))
@@ -137,9 +251,9 @@ def json_document(module_name, document):
 def check_targets(files, output_dir, marker):
     """Refuse, before anything is written (also in check mode), every path that is not ours and directories a
     real run could not use: ``output_dir`` that is not a directory, a history file in a directory that is missing."""
-    for path in files.values():
+    for kind, path in files.items():
         if path:
-            check_ours(path, marker)
+            check_ours(path, marker, kind)
     if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
         raise ReportFileError("output_dir: %s exists and is not a directory" % output_dir)
     history = files.get("history")

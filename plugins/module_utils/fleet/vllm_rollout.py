@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import finite_number, is_finite_number
+
 MODULE_NAME = "vllm_rollout_report"
 
 # What a host's rollout ended as (vllm_rollout_host_report.outcome).
@@ -36,31 +38,72 @@ def _levels(sweep, concurrency, what):
     return found
 
 
-def _median_tokens(levels, what):
-    values = sorted(_figure(level, "output_tokens_per_s", what) for level in levels)
+def _median(values):
+    values = sorted(values)
     middle = len(values) // 2
     return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0
+
+
+def _figure(level, field, what, default=None):
+    """A level's ``field`` as a float (``default`` when absent or null, if given); a value that is not a number
+    (a string, a bool) is not a vllm_bench level: GateError naming it. NaN and infinities pass here: the callers
+    judge them (a measurement fails the gate, a baseline is an error)."""
+    value = level.get(field)
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise GateError("%s: %s is %r, not a number" % (what, field, value))
+    return float(value)
 
 
 def _pooled(levels, what):
     """The repeats of one level as one for the error rate: their requests, failed and abandoned added up."""
     return {"requests": sum(_figure(level, "requests", what) for level in levels),
             "failed": sum(_figure(level, "failed", what) for level in levels),
-            "abandoned": sum(float(level.get("abandoned") or 0) for level in levels)}
-
-
-def _figure(level, field, what):
-    value = level.get(field)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise GateError("%s: %s is %r, not a number" % (what, field, value))
-    return float(value)
+            "abandoned": sum(_figure(level, "abandoned", what, 0.0) for level in levels)}
 
 
 def error_rate(level, what="sweep"):
     """Failed and abandoned requests over the requests sent at one level."""
     requests = _figure(level, "requests", what)
-    failed = _figure(level, "failed", what) + float(level.get("abandoned") or 0)
+    failed = _figure(level, "failed", what) + _figure(level, "abandoned", what, 0.0)
     return failed / requests if requests else 1.0
+
+
+def _check_limits(max_regression, max_error_rate):
+    """The gate's thresholds: fractions, finite (a NaN limit compares false with everything, so it would pass any
+    sweep)."""
+    if finite_number(max_regression, "max_regression", GateError, minimum=0) >= 1:
+        raise GateError("max_regression: %r must be a fraction in [0, 1)" % (max_regression,))
+    finite_number(max_error_rate, "max_error_rate", GateError, minimum=0, maximum=1)
+
+
+def baseline_tokens(baseline, concurrency):
+    """The baseline's median output tok/s at ``concurrency``. Every repeat's figure must be finite and above zero:
+    a ratio against NaN, infinity or nothing compares false with any threshold and would pass every server, so
+    such a baseline (an edited or broken record, not a measurement of the new server) is a GateError naming it."""
+    levels = _levels(baseline, concurrency, "the baseline")
+    return _median([finite_number(_figure(level, "output_tokens_per_s", "the baseline"),
+                                  "the baseline: output_tokens_per_s at C=%s" % concurrency, GateError, above=0)
+                    for level in levels])
+
+
+def unusable_measurements(levels, concurrency):
+    """Why the gate's sweep (``levels``, the repeats of its level) cannot pass: a figure that is NaN, infinite or
+    negative (a broken measurement proves nothing about the server), or no output at all. Empty when it can be judged."""
+    reasons = []
+    for repeat, level in enumerate(levels, 1):
+        for field, default in (("output_tokens_per_s", None), ("requests", None), ("failed", None), ("abandoned", 0.0)):
+            value = _figure(level, field, "the gate's sweep", default)
+            if not is_finite_number(value) or value < 0:
+                reasons.append("the gate's sweep measured %s %s at C=%s (repeat %d of %d): not a finite figure of "
+                               "zero or more, so the sweep cannot pass" % (field, value, concurrency, repeat, len(levels)))
+    if not reasons:
+        tokens = _median(_figure(level, "output_tokens_per_s", "the gate's sweep") for level in levels)
+        if not tokens > 0:
+            reasons.append("output %.1f tok/s at C=%s is not above zero: the new server produced no output"
+                           % (tokens, concurrency))
+    return reasons
 
 
 def gate_verdict(measured, baseline, concurrency, max_regression, max_error_rate):
@@ -70,37 +113,46 @@ def gate_verdict(measured, baseline, concurrency, max_regression, max_error_rate
     the host has none recorded yet: only the error rate is judged, and the reasons say so.
     A host fails when its error rate passes ``max_error_rate`` or its output tok/s fell more than
     ``max_regression`` (a fraction) below the baseline's at the same concurrency. A sweep with the level
-    repeated counts its median output tok/s and all its requests' errors.
+    repeated counts its median output tok/s and all its requests' errors. A sweep that measured NaN, infinity, a
+    negative figure or no output fails, saying so; a baseline like that, or a limit that is not a finite fraction,
+    is a GateError.
     """
-    if not 0 <= max_regression < 1:
-        raise GateError("max_regression: %r must be a fraction in [0, 1)" % (max_regression,))
+    _check_limits(max_regression, max_error_rate)
     levels = _levels(measured, concurrency, "the gate's sweep")
-    tokens = _median_tokens(levels, "the gate's sweep")
-    pooled = _pooled(levels, "the gate's sweep")
-    errors = error_rate(pooled, "the gate's sweep")
-    verdict = {"passed": True, "reasons": [], "concurrency": concurrency, "output_tokens_per_s": tokens,
-               "error_rate": round(errors, 4), "baseline_output_tokens_per_s": None, "ratio": None,
-               "repeats": len(levels)}
-    if errors > max_error_rate:
+    base_tokens = baseline_tokens(baseline, concurrency) if baseline is not None else None
+    verdict = {"passed": True, "reasons": unusable_measurements(levels, concurrency), "concurrency": concurrency,
+               "output_tokens_per_s": None, "error_rate": None, "baseline_output_tokens_per_s": base_tokens,
+               "ratio": None, "repeats": len(levels)}
+    if verdict["reasons"]:
         verdict["passed"] = False
-        verdict["reasons"].append("error rate %.1f%% at C=%s is above the limit %.1f%% (%d of %d requests failed)"
-                                  % (100 * errors, concurrency, 100 * max_error_rate,
-                                     int(pooled["failed"] + pooled["abandoned"]), int(pooled["requests"])))
-    if baseline is None:
+        return verdict
+    _judge_errors(verdict, _pooled(levels, "the gate's sweep"), max_error_rate)
+    tokens = _median(_figure(level, "output_tokens_per_s", "the gate's sweep") for level in levels)
+    verdict["output_tokens_per_s"] = tokens
+    if base_tokens is None:
         verdict["reasons"].append("no baseline recorded for this server and workload: this sweep becomes the baseline")
         return verdict
-    base_tokens = _median_tokens(_levels(baseline, concurrency, "the baseline"), "the baseline")
-    verdict["baseline_output_tokens_per_s"] = base_tokens
-    ratio = tokens / base_tokens if base_tokens > 0 else None
-    verdict["ratio"] = round(ratio, 3) if ratio is not None else None
-    if ratio is not None and ratio < 1 - max_regression:
+    ratio = tokens / base_tokens
+    verdict["ratio"] = round(ratio, 3)
+    if ratio < 1 - max_regression:
         verdict["passed"] = False
         verdict["reasons"].append("output %.1f tok/s at C=%s is %.0f%% of the baseline's %.1f tok/s; the gate allows a drop of %.0f%%"
                                   % (tokens, concurrency, 100 * ratio, base_tokens, 100 * max_regression))
-    elif ratio is not None:
+    else:
         verdict["reasons"].append("output %.1f tok/s at C=%s is %.0f%% of the baseline's %.1f tok/s"
                                   % (tokens, concurrency, 100 * ratio, base_tokens))
     return verdict
+
+
+def _judge_errors(verdict, pooled, max_error_rate):
+    """The error rate of the pooled repeats into ``verdict``, failing it above ``max_error_rate``."""
+    errors = error_rate(pooled, "the gate's sweep")
+    verdict["error_rate"] = round(errors, 4)
+    if errors > max_error_rate:
+        verdict["passed"] = False
+        verdict["reasons"].append("error rate %.1f%% at C=%s is above the limit %.1f%% (%d of %d requests failed)"
+                                  % (100 * errors, verdict["concurrency"], 100 * max_error_rate,
+                                     int(pooled["failed"] + pooled["abandoned"]), int(pooled["requests"])))
 
 
 # ---- the fleet report -----------------------------------------------------------------------

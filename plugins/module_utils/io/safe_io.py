@@ -40,7 +40,7 @@ def size_text(count):
     return "%d bytes" % count
 
 
-def _open_regular(path, error):
+def open_regular(path, error=SafeIOError):
     """A read handle on ``path`` when it is a regular file; opened without blocking, so a FIFO (which would wait
     for a writer) or a device is refused instead of hanging the module."""
     try:
@@ -62,7 +62,7 @@ def _open_regular(path, error):
 def read_text(path, error=SafeIOError, limit=MAX_TEXT_BYTES):
     """The UTF-8 text of the regular file ``path``, at most ``limit`` bytes; a file that is larger, not a regular
     file, or cannot be read or decoded, raises ``error`` naming the file (and the cap)."""
-    with _open_regular(path, error) as handle:
+    with open_regular(path, error) as handle:
         try:
             raw = handle.read(limit + 1)
         except (IOError, OSError) as exc:

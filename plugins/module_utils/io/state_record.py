@@ -11,7 +11,8 @@ Format (JSON, keys sorted, indented by 2, a trailing newline)::
      "content": {...}}
 
 A file whose top level is not a JSON object carrying a ``generator`` that starts with ``gauntlet.vllm.``
-belongs to somebody else: it is never read as a record nor overwritten (StateRecordError names it). A record of
+belongs to somebody else: it is never read as a record nor overwritten (StateRecordError names it); so does one
+holding NaN or an infinity anywhere (the collection writes finite numbers only). A record of
 the collection in another format (those written before this module have no ``format`` key) is ours: it matches nothing, and
 writing replaces it.
 
@@ -31,14 +32,21 @@ import re
 import stat
 import tempfile
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import json_type_name, parse_json, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import (
+    full_match,
+    is_finite_number,
+    json_type_name,
+    parse_json,
+    read_text,
+    short_text,
+)
 
 MARKER_PREFIX = "gauntlet.vllm."
 RECORD_FORMAT = 1
 # Records hold requests, results and file hashes: a few KiB to a few MiB. A larger file is nobody's record.
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 DIRECTORY_MODE = 0o750
-GENERATOR_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+GENERATOR_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 class StateRecordError(Exception):
@@ -51,11 +59,25 @@ class StateRecordError(Exception):
 
 def marker_of(generator):
     """``gauntlet.vllm.<generator>``; a generator that is not a module or role name raises StateRecordError."""
-    if not isinstance(generator, str) or not GENERATOR_NAME.match(generator):
+    if not full_match(GENERATOR_NAME, generator):
         raise StateRecordError(
             "generator: %r is not the name of a module or role of the collection (lower-case letters, digits and _, "
             "such as vllm_bench)" % (generator,))
     return MARKER_PREFIX + generator
+
+
+def check_path(path):
+    """``path`` when it can name a record file: a str without NUL (the OS cannot take one) that does not end in
+    ``/`` (a folder's name, not a file's); otherwise StateRecordError naming it."""
+    if not isinstance(path, str) or not path:
+        raise StateRecordError("path: %r is not a file path" % (path,))
+    if "\x00" in path:
+        raise StateRecordError("path: %s holds a NUL byte, which no file path can hold"
+                               % short_text(repr(path), 200))
+    if path.endswith("/"):
+        raise StateRecordError("path: %s ends in '/': a record is a file, give the file's path (such as "
+                               "<folder>/<name>.json)" % short_text(repr(path), 200))
+    return path
 
 
 def json_value(field, value):
@@ -116,7 +138,31 @@ def load_record(path, marker):
     if not isinstance(generator, str) or not generator.startswith(MARKER_PREFIX):
         why = "no generator key" if generator is None else "its generator is %s" % json.dumps(generator)[:200]
         raise _not_ours(path, marker, why)
+    # The collection writes records with allow_nan=False: NaN or an infinity (NaN, Infinity, 1e999 in the file) was
+    # put there by somebody else, and a NaN baseline compares false with every threshold. Not ours, like a file
+    # without a generator: refused and left alone, never read as a match.
+    found = non_finite_number(data)
+    if found is not None:
+        raise _not_ours(path, marker, "%s is %s, and the collection writes finite numbers only"
+                        % (short_text(found[0], 200), found[1]))
     return data
+
+
+def non_finite_number(data):
+    """Where the first NaN or infinite number in ``data`` (parsed JSON) sits, as ``(path, value)`` with a path such
+    as ``content.result.levels[0].output_tokens_per_s``; None when every number is finite. Walked without recursion:
+    the parser allows nesting as deep as Python's recursion limit."""
+    pending = [("", data)]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(("%s.%s" % (where, key) if where else str(key), child)
+                           for key, child in reversed(list(value.items())))
+        elif isinstance(value, list):
+            pending.extend(("%s[%d]" % (where, index), child) for index, child in reversed(list(enumerate(value))))
+        elif isinstance(value, float) and not is_finite_number(value):
+            return where, value
+    return None
 
 
 def is_current(record):
@@ -140,6 +186,7 @@ def describe(path, record, marker, key):
 def read_record(path, generator, key=None):
     """Read the record at ``path`` for the writer ``generator`` and compare it with ``key``; see :func:`describe`."""
     marker = marker_of(generator)
+    check_path(path)
     key = json_value("key", {} if key is None else key)
     return describe(path, load_record(path, marker), marker, key)
 
@@ -202,6 +249,7 @@ def write_record(path, generator, key, content, check_mode=False, move=os.replac
     and changed says whether it would be. A file that is not ours raises StateRecordError and is left alone.
     """
     marker = marker_of(generator)
+    check_path(path)
     key = json_value("key", key)
     content = json_value("content", content)
     result = describe(path, load_record(path, marker), marker, key)

@@ -11,6 +11,8 @@ __metaclass__ = type
 
 import os
 import shutil
+import struct
+import zlib
 
 import pytest
 
@@ -27,8 +29,17 @@ class FakeModule(object):
         os.rename(source, destination)
 
 
+def marked_png():
+    """A 1x1 PNG whose Software text is the marker, as save_figure writes it (tEXt before the image data)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+            + chunk(b"tEXt", b"Software\x00" + MARKER.encode()) + chunk(b"IDAT", zlib.compress(b"\x00\x00"))
+            + chunk(b"IEND", b""))
+
+
 class Renderer(object):
-    """Draws a stand-in PNG (carrying the marker, like save_figure's Software text) and counts its calls."""
+    """Draws a stand-in PNG (carrying the marker as its Software text, like save_figure) and counts its calls."""
 
     def __init__(self):
         self.calls = 0
@@ -36,7 +47,7 @@ class Renderer(object):
     def __call__(self, path):
         self.calls += 1
         with open(path, "wb") as handle:
-            handle.write(b"\x89PNG fake " + MARKER.encode())
+            handle.write(marked_png())
 
 
 def snapshot(folder):
@@ -139,7 +150,7 @@ def test_a_history_file_in_a_missing_directory_is_refused_in_both_modes(tmp_path
 def test_a_png_that_fails_to_draw_leaves_nothing_half_written(tmp_path):
     def broken(path):
         with open(path, "wb") as handle:
-            handle.write(b"\x89PNG half " + MARKER.encode())
+            handle.write(marked_png()[:20])
         raise RuntimeError("matplotlib gave up")
 
     with pytest.raises(RuntimeError):
