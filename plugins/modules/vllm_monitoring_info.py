@@ -21,8 +21,9 @@ description:
     the requests waiting on the host).
   - C(/metrics) is read with a plain HTTP GET to the unit's C(--host) when that is one address, else C(127.0.0.1),
     on its C(--port); vLLM serves C(/metrics) without its API key. A unit that is not active, or a C(/metrics)
-    that cannot be read or is not vLLM's, gets RV(units[].metrics=null) and RV(units[].metrics_error) saying why;
-    no figure is ever made up.
+    that cannot be read or is not vLLM's (not Prometheus text, or a series given twice, which the format forbids and
+    which would otherwise be added up), gets RV(units[].metrics=null) and RV(units[].metrics_error) saying why; no
+    figure is ever made up.
   - This module only reads; it sets no facts.
 author:
   - gauntlet.vllm contributors (@gauntlet)
@@ -173,7 +174,11 @@ units:
           description: The last restart (C(time), C(reason)); null when it never restarted the unit.
           type: dict
     watchdog_error:
-      description: The state file and why it could not be used (unreadable, not JSON, wrong shape); null otherwise.
+      description:
+        - The state file and why it could not be used (unreadable, not a regular file, larger than 1 MiB, not UTF-8,
+          not JSON or nested too deeply, wrong shape); null otherwise.
+        - The state file is read without blocking (a FIFO is refused, never waited on), and an unusable one is
+          reported here for its unit while the other units are still reported; the module does not fail for it.
       type: str
 summary:
   description: The host at a glance, for a health gate.

@@ -6,7 +6,8 @@
 (vllm_monitoring_info's figures, vllm_bench's server counters and queue).
 
 Labels with escaped quotes, ``NaN``/``+Inf``, optional timestamps. A body that is not exposition text (an HTML
-error page, another program on the port) is an error naming the line, not a silent zero.
+error page, another program on the port), or that gives one series twice, is an error naming the line, not a silent
+zero or sum. ``format_sample`` writes a sample the way this parser reads it back (the baselines' textfile).
 
 Why not ``prometheus_client``'s parser (measured, issue 33): the modules run with the host's system Python, which
 has no prometheus_client (the rig's Debian image: ModuleNotFoundError; it is in vLLM's venv and in Debian's
@@ -22,7 +23,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import short_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_int, short_text
 
 
 class ExpositionError(ValueError):
@@ -33,6 +34,7 @@ class ExpositionError(ValueError):
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*\"")
+_LABEL_NAME_ONLY = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _ESCAPES = {"\\": "\\", "\"": "\"", "n": "\n"}
 
 
@@ -57,6 +59,8 @@ def _parse_labels(text, position):
         match = _LABEL_NAME.match(text, position)
         if not match:
             raise ValueError("bad label at column %d" % (position + 1))
+        if match.group(1) in labels:
+            raise ValueError("label %s given twice" % match.group(1))
         value, position = _label_value(text, match.end())
         labels[match.group(1)] = value
         while position < len(text) and text[position] in " \t":
@@ -104,17 +108,44 @@ def parse_exposition(text):
 
     Comment lines (``# HELP``, ``# TYPE``, any ``#``) and blank lines are skipped; any other
     line that is not a sample raises ExpositionError naming its number and content.
+
+    A series (name and label set) given twice is an error naming both lines. The format allows each series once
+    (Prometheus keeps the first and counts the rest as duplicates; client libraries refuse to expose them): a body
+    that repeats one is two exporters' text run together or a proxy's echo, and adding or picking its values would
+    report a figure no server holds (two running requests read as four).
     """
-    samples = []
+    samples, first_line = [], {}
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
         try:
-            samples.append(parse_sample(stripped))
+            sample = parse_sample(stripped)
         except ValueError as exc:
             raise ExpositionError("line %d is not Prometheus text (%s): %s" % (number, exc, short_text(stripped)))
+        series = (sample[0], frozenset(sample[1].items()))
+        if series in first_line:
+            raise ExpositionError("line %d is a duplicate series of line %d (each series may appear once): %s"
+                                  % (number, first_line[series], short_text(stripped)))
+        first_line[series] = number
+        samples.append(sample)
     return samples
+
+
+def escape_label_value(value):
+    """A label value as the text format writes it between its quotes: backslash, double quote and line feed
+    escaped (the only three the format escapes), so no value can end its quotes or start a new sample line."""
+    return value.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+
+
+def format_sample(name, labels, value):
+    """One sample line, ``name{label="value",...} value``: labels in name order, values escaped, a whole number as
+    itself and any other as Python's shortest round-trip repr (Go's ParseFloat reads either back to the same float)."""
+    if not _NAME.fullmatch(name) or not all(_LABEL_NAME_ONLY.fullmatch(label) for label in labels):
+        raise ValueError("not a metric or label name: %r %r" % (name, sorted(labels)))
+    text = ",".join('%s="%s"' % (label, escape_label_value(labels[label])) for label in sorted(labels))
+    number = "%d" % value if is_int(value) else repr(float(value))
+    return "%s%s %s" % (name, "{%s}" % text if text else "", number)
 
 
 def sums(samples, names):

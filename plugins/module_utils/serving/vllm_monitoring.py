@@ -21,7 +21,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import math
 import os
 import ssl
@@ -31,13 +30,22 @@ from urllib.error import HTTPError, URLError
 from urllib.request import HTTPSHandler, ProxyHandler, build_opener
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.prometheus_text import ExpositionError, parse_exposition
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number, is_int, short_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import (
+    SafeIOError,
+    is_finite_number,
+    is_int,
+    parse_json,
+    read_text,
+    short_text,
+)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import find_units, flag_value
 
 DEFAULT_STATE_DIR = "/var/lib/gauntlet-vllm"
 # A /metrics larger than this is not a vLLM server's (0.32 writes about 60 KiB).
 MAX_METRICS_BYTES = 16 * 1024 * 1024
 HOUR_SECONDS = 3600
+# A watchdog state holds a few counters and the restarts of the last hour (about 1 KiB); far more is not one.
+MAX_STATE_BYTES = 1024 * 1024
 
 # Field -> (metric names tried in order, how label sets combine). kv_cache_usage_perc is vLLM
 # >= 0.10's name; gpu_cache_usage_perc the older one. Counters carry "_total" in 0.32's text.
@@ -181,19 +189,19 @@ def summarize_state(state, now):
 
 
 def read_watchdog(state_dir, unit, now):
-    """``(watchdog, error)`` for one unit: ``(None, None)`` when it has no state file (no watchdog yet)."""
+    """``(watchdog, error)`` for one unit: ``(None, None)`` when it has no state file (no watchdog yet).
+
+    The file is read through safe_io: a FIFO is refused, never waited on; a file that is too large, not UTF-8 or
+    nested past the recursion limit is an error. An unusable file is this unit's ``watchdog_error``, not the
+    module's failure: a health gate still gets every other unit's figures, and the summary names the unit.
+    """
     path = watchdog_state_path(state_dir, unit)
+    if not os.path.lexists(path):
+        return None, None
     try:
-        with open(path) as handle:
-            text = handle.read()
-    except (IOError, OSError) as exc:
-        if not os.path.lexists(path):
-            return None, None
-        return None, "%s could not be read: %s" % (path, exc.strerror or exc)
-    try:
-        state = json.loads(text)
-    except ValueError as exc:
-        return None, "%s is not JSON: %s" % (path, exc)
+        state = parse_json(read_text(path, limit=MAX_STATE_BYTES), path)
+    except SafeIOError as exc:
+        return None, str(exc)
     problems = state_shape_problems(state)
     if problems:
         return None, "%s is not a watchdog state: %s" % (path, "; ".join(problems))

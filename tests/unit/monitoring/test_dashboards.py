@@ -141,6 +141,7 @@ def test_the_grafana_provider_loads_the_directory_the_role_fills():
         dashboards_dir = yaml.safe_load(handle)["vllm_monitoring_grafana_dashboards_dir"]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")), undefined=jinja2.StrictUndefined)
     env.filters["comment"] = lambda text: "# " + text
+    env.filters["to_json"] = json.dumps
     provider = yaml.safe_load(env.get_template("grafana-provider.yml.j2").render(
         ansible_managed="Ansible managed", vllm_monitoring_grafana_dashboards_dir="/srv/boards"))
     assert provider["apiVersion"] == 1

@@ -66,3 +66,20 @@ def test_a_line_the_library_misreads_is_refused_naming_it():
 def test_sums_add_every_label_set_of_the_names_asked():
     samples = prometheus_text.parse_exposition('a{e="0"} 1\na{e="1"} 2\nb 5\n')
     assert prometheus_text.sums(samples, {"a", "c"}) == {"a": 3.0}
+
+
+def test_a_written_sample_reads_back_with_its_quote_backslash_and_newline_as_the_library_reads_it():
+    labels = {"unit": 'a"} 1\nforged{unit="b', "path": "back\\slash", "plain": "vllm-a.service"}
+    line = prometheus_text.format_sample("m", labels, 2.5) + "\n"
+    assert line.count("\n") == 1
+    assert prometheus_text.parse_exposition(line) == [("m", labels, 2.5)]
+    assert _same(prometheus_text.parse_exposition(line), _library(line))
+    assert prometheus_text.format_sample("m", {}, 4) == "m 4"
+
+
+def test_a_series_given_twice_is_refused_naming_both_lines_never_summed():
+    # The text format allows each series (name and label set) once; summing them read 2 running requests as 4.
+    with pytest.raises(prometheus_text.ExpositionError, match=r"line 2 is a duplicate series of line 1"):
+        prometheus_text.parse_exposition('a{e="0",m="x"} 2\na{m="x",e="0"} 2\n')
+    with pytest.raises(prometheus_text.ExpositionError, match=r"label e given twice"):
+        prometheus_text.parse_exposition('a{e="0",e="1"} 2\n')

@@ -254,7 +254,7 @@ def test_a_state_file_is_summarized_with_the_restarts_of_the_last_hour(tmp_path)
 def test_a_state_file_that_is_not_json_is_named(tmp_path):
     path = write_state(tmp_path, None, text="{not json")
     assert vm.read_watchdog(str(tmp_path), UNIT, NOW)[0] is None
-    assert vm.read_watchdog(str(tmp_path), UNIT, NOW)[1].startswith(path + " is not JSON: ")
+    assert vm.read_watchdog(str(tmp_path), UNIT, NOW)[1].startswith(path + ": invalid JSON: ")
 
 
 @pytest.mark.parametrize("changes, problem", [
@@ -278,9 +278,9 @@ def test_a_state_that_is_not_an_object_is_named(tmp_path):
 
 def test_an_unreadable_state_file_is_named(tmp_path):
     path = tmp_path / "watchdog" / (UNIT + ".json")
-    path.mkdir(parents=True)  # a directory where the file should be: open() fails
+    path.mkdir(parents=True)  # a directory where the file should be: not a regular file, refused
     watchdog, error = vm.read_watchdog(str(tmp_path), UNIT, NOW)
-    assert watchdog is None and error.startswith(str(path) + " could not be read: ")
+    assert watchdog is None and error.startswith(str(path) + ": not a regular file")
 
 
 # ---- units and the report ---------------------------------------------------------------------
