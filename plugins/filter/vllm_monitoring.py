@@ -15,7 +15,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import ipaddress
 import re
 
 from ansible.errors import AnsibleFilterError
@@ -33,10 +32,8 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import (
     short_text,
     single_line,
 )
-from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import flag_value
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import flag_value, listen_kind
 
-# Host names other than addresses that only the host itself can reach.
-LOOPBACK_NAMES = ("localhost",)
 # The address the monitoring host scrapes a host at: a name, an IPv4 address or an IPv6 one (bare or bracketed).
 ADDRESS = re.compile(r"[A-Za-z0-9._:%-]+|\[[0-9A-Fa-f:.%A-Za-z-]+\]")
 # A baseline's unit: a systemd service unit name (letters, digits and ':', '_', '.', '@', '-'; never a quote,
@@ -61,29 +58,9 @@ def _shown(value):
 
 # ---- scrape targets of one host ------------------------------------------------------------------------------
 
-def _listen_kind(listen_host):
-    """``all``, ``loopback`` or ``address`` for vLLM's ``--host`` (uvicorn's host; empty: every interface).
-
-    Every address of 127.0.0.0/8 and ::1 is loopback (ipaddress decides, an IPv4-mapped one too); a name other than
-    localhost is taken as given: it is scraped at that name."""
-    bare = listen_host[1:-1] if listen_host.startswith("[") and listen_host.endswith("]") else listen_host
-    if not bare:
-        return "all"
-    if bare.lower() in LOOPBACK_NAMES:
-        return "loopback"
-    try:
-        address = ipaddress.ip_address(bare)
-    except ValueError:
-        return "address"
-    address = getattr(address, "ipv4_mapped", None) or address
-    if address.is_unspecified:
-        return "all"
-    return "loopback" if address.is_loopback else "address"
-
-
 def _target_address(listen_host, address):
     """(host:port prefix, None) or (None, why not) for a server bound to ``listen_host``."""
-    kind = _listen_kind(listen_host)
+    kind = listen_kind(listen_host)
     if kind == "loopback":
         return None, ("listens on %s only (vllm_service_host): a monitoring host cannot scrape it; set vllm_service_host "
                       "to 0.0.0.0 or the host's address (an API key is then required) to monitor it" % listen_host)

@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import re
 import shlex
 
@@ -271,7 +272,8 @@ _SECRET_VALUE_SHAPES = re.compile(r"\bhf_[A-Za-z0-9]{30,}|\bsk-[A-Za-z0-9_-]{20,
 # A secret shorter than this is not searched for inside other values (it would match by chance).
 MIN_SECRET_LEN = 8
 
-LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
+# Host names (not addresses) that only the host itself can reach; addresses are judged by ipaddress.
+LOOPBACK_HOSTS = ("localhost",)
 
 
 def _flag_name(word):
@@ -454,10 +456,30 @@ def secret_input_problems(inputs):
     return problems + exposed_secret_problems(places, secret_environment)
 
 
+def listen_kind(listen_host):
+    """``all``, ``loopback`` or ``address`` for vLLM's ``--host`` (uvicorn's host; empty: every interface).
+
+    Every address of 127.0.0.0/8 and ::1 is loopback (ipaddress decides, an IPv4-mapped one too); a name other than
+    localhost is taken as given. A prefix test ("127.") would call the name 127.example.com loopback."""
+    listen_host = str(listen_host or "").strip()
+    bare = listen_host[1:-1] if listen_host.startswith("[") and listen_host.endswith("]") else listen_host
+    if not bare:
+        return "all"
+    if bare.lower() in LOOPBACK_HOSTS:
+        return "loopback"
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        return "address"
+    address = getattr(address, "ipv4_mapped", None) or address
+    if address.is_unspecified:
+        return "all"
+    return "loopback" if address.is_loopback else "address"
+
+
 def is_loopback(host):
     """Whether a listen address only accepts connections from the host itself."""
-    host = str(host or "").strip().lower()
-    return host.startswith("127.") or host in LOOPBACK_HOSTS
+    return listen_kind(host) == "loopback"
 
 
 def listen_host(host, api_key_set, allow_unauthenticated):

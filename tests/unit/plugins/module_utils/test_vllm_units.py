@@ -164,3 +164,18 @@ def test_load_phase_follows_the_journal():
     lines.append("(APIServer pid=1) INFO [entry.py:140] Starting vLLM server on http://0.0.0.0:8000")
     assert vllm_units.load_phase(lines) == "API server up"
     assert vllm_units.load_phase(["nothing vLLM would say"]) is None
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "[::1]", "0:0:0:0:0:0:0:1",
+                                  "::ffff:127.0.0.1", "LOCALHOST"])
+def test_every_loopback_address_is_loopback(host):
+    assert vllm_units.is_loopback(host)
+    assert vllm_units.listen_host(host, False, False) == (host, None)
+
+
+@pytest.mark.parametrize("host", ["127.example.com", "127.0.0.1.nip.io", "10.0.0.5", "gpu-01"])
+def test_a_name_that_only_starts_like_loopback_needs_a_key(host):
+    # A prefix test took 127.example.com for loopback and let it serve other machines without a key (issue 34).
+    assert not vllm_units.is_loopback(host)
+    listen, problem = vllm_units.listen_host(host, False, False)
+    assert listen == host and "vllm_service_api_key" in problem
