@@ -70,8 +70,12 @@ options:
     description:
       - A quarantine folder made by this module (the C(<UTC timestamp>) folder holding C(manifest.json)) whose files are
         moved back into O(venv). Nothing is checked nor quarantined then.
-      - The manifest must name the same venv; files whose sha256 changed in the quarantine, or whose original path is
-        taken again, are skipped.
+      - The manifest must name the same venv; files whose size or sha256 changed in the quarantine, or whose original
+        path is taken again, are skipped.
+      - The whole manifest and every entry are checked before the first file moves, so a bad entry moves nothing
+        back. Refused are entries outside the quarantine folder or the venv, listed twice, holding a NUL byte, or that
+        are not a regular file or a symlink (a FIFO is refused, never opened). A move that still fails names the files
+        restored before it.
     type: path
 extends_documentation_fragment:
   # First, so its support levels win over the generic fragment's placeholders.

@@ -26,7 +26,7 @@ options:
     type: path
     default: /run/haproxy/admin.sock
   backend:
-    description: The HAProxy backend.
+    description: The HAProxy backend (letters, digits, C(.), C(_), C(:) and C(-), as HAProxy names are).
     type: str
     default: vllm
 extends_documentation_fragment:

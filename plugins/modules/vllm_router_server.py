@@ -29,12 +29,13 @@ options:
     type: path
     default: /run/haproxy/admin.sock
   backend:
-    description: The HAProxy backend.
+    description: The HAProxy backend (letters, digits, C(.), C(_), C(:) and C(-), as HAProxy names are).
     type: str
     default: vllm
   server:
     description:
-      - The server's name in the backend (the role names each server after its inventory host).
+      - The server's name in the backend (the role names each server after its inventory host); letters, digits,
+        C(.), C(_), C(:) and C(-).
       - An unknown name fails, listing the backend's servers.
     type: str
     required: true
@@ -51,7 +52,9 @@ options:
     choices: [none, idle, up]
     default: none
   timeout:
-    description: Seconds to wait before failing.
+    description:
+      - Seconds to wait before failing; 0 looks once. A negative, NaN or infinite value fails naming the option (a NaN
+        would never run out).
     type: float
     default: 300
 extends_documentation_fragment:
@@ -146,8 +149,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if module.params["timeout"] < 0:
-        module.fail_json(msg="timeout must be 0 or more seconds (got %s)" % module.params["timeout"])
     try:
         result = router_server(module.params, check_mode=module.check_mode)
     except RouterError as exc:

@@ -21,6 +21,8 @@ import io
 import socket
 import time
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import finite_number, full_match, short_text
+
 DEFAULT_SOCKET = "/run/haproxy/admin.sock"
 DEFAULT_BACKEND = "vllm"
 STATES = ("ready", "drain", "maint")
@@ -30,6 +32,9 @@ MAX_ANSWER_BYTES = 64 * 1024 * 1024
 # srv_admin_state bits (HAProxy's SRV_ADMF_*): forced, inherited, configuration, resolution, health maintenance; drain.
 _MAINT_BITS = 0x01 | 0x02 | 0x04 | 0x20 | 0x40
 _DRAIN_BITS = 0x08 | 0x10
+# HAProxy's identifier characters: a backend or server name is sent inside a runtime API command, where a line break
+# or ';' would start another command.
+NAME_PATTERN = r"[A-Za-z0-9._:-]+"
 
 
 class RouterError(Exception):
@@ -152,8 +157,25 @@ def _seen(row):
         row["current_sessions"], row["queued"], row["status"] or "?", row["check_status"] or "?")
 
 
+def check_name(value, option):
+    """``value`` when it is a backend or server name HAProxy could hold; otherwise a RouterError naming ``option``."""
+    if not full_match(NAME_PATTERN, value):
+        raise RouterError("%s must be an HAProxy name (letters, digits, '.', '_', ':' and '-'), got %s"
+                          % (option, short_text(repr(value), 80)))
+    return value
+
+
+def check_timeout(value):
+    """Refuse a timeout that is not a finite number of seconds, 0 or more: a NaN would never run out (every comparison
+    with it is false), nor would an infinity; raises a RouterError naming the option."""
+    return finite_number(value, "timeout", RouterError, minimum=0)
+
+
 def wait_for(path, backend, server, wait, timeout, command=runtime_command, clock=time.monotonic, sleep=time.sleep):
     """Poll until the server is idle (no session, none queued) or UP (its check passes); return (row, seconds)."""
+    check_timeout(timeout)
+    check_name(backend, "backend")
+    check_name(server, "server")
     start = clock()
     while True:
         row = find_server(backend_servers(path, backend, command), backend, server)
@@ -175,10 +197,13 @@ def set_state(path, backend, server, state, command=runtime_command):
 
 def router_server(params, check_mode=False, command=runtime_command, clock=time.monotonic, sleep=time.sleep):
     """What vllm_router_server does: set the server's admin state, then wait as asked."""
-    path, backend, server = params["socket"], params["backend"], params["server"]
+    path, backend, server = params["socket"], check_name(params["backend"], "backend"), check_name(params["server"], "server")
     state, wait = params["state"], params["wait"]
     if state not in STATES or wait not in WAITS:
         raise RouterError("state must be one of %s and wait one of %s (got %r, %r)" % (STATES, WAITS, state, wait))
+    # Checked before the state is set: a timeout refused after a drain would leave the server drained.
+    timeout = params["timeout"]
+    check_timeout(timeout)
     row = find_server(backend_servers(path, backend, command), backend, server)
     before = row["admin_state"]
     changed = before != state
@@ -187,7 +212,7 @@ def router_server(params, check_mode=False, command=runtime_command, clock=time.
         set_state(path, backend, server, state, command)
         row = find_server(backend_servers(path, backend, command), backend, server)
     if wait != "none" and not check_mode:
-        row, waited = wait_for(path, backend, server, wait, params["timeout"], command, clock, sleep)
+        row, waited = wait_for(path, backend, server, wait, timeout, command, clock, sleep)
     return {
         "server": server,
         "backend": backend,
@@ -203,5 +228,5 @@ def router_server(params, check_mode=False, command=runtime_command, clock=time.
 
 def router_info(params, command=runtime_command):
     """What vllm_router_info returns: every server of the backend."""
-    servers = backend_servers(params["socket"], params["backend"], command)
+    servers = backend_servers(params["socket"], check_name(params["backend"], "backend"), command)
     return {"backend": params["backend"], "socket": params["socket"], "servers": servers}

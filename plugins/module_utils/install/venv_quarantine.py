@@ -42,7 +42,7 @@ import os
 import shutil
 import stat
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import parse_json, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import READ_FLAGS, is_int, parse_json, read_text
 from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_integrity import (
     VenvIntegrityError,
     check_venv,
@@ -112,13 +112,28 @@ def claim_folder(base, stamp):
     raise VenvQuarantineError("quarantine_dir: %s: no free folder name for %s" % (base, stamp))
 
 
+def _open_regular_file(path):
+    """A read handle on the regular file ``path``, opened without blocking and without following a symlink: a FIFO
+    would block a plain open until a writer comes (forever), a device might never end."""
+    descriptor = os.open(path, READ_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        regular = stat.S_ISREG(os.fstat(descriptor).st_mode)
+    except OSError:
+        os.close(descriptor)
+        raise
+    if not regular:
+        os.close(descriptor)
+        raise VenvQuarantineError("%s: not a regular file or a symlink (a FIFO, socket or device is never read)" % path)
+    return os.fdopen(descriptor, "rb")
+
+
 def sha256_of(path):
     """Hex sha256 of a regular file, or of a symlink's target text (the link itself, never what it points at)."""
     hasher = hashlib.sha256()
     if os.path.islink(path):
         hasher.update(os.readlink(path).encode("utf-8", "surrogateescape"))
         return hasher.hexdigest()
-    with open(path, "rb") as handle:
+    with _open_regular_file(path) as handle:
         while True:
             chunk = handle.read(HASH_CHUNK)
             if not chunk:
@@ -320,7 +335,8 @@ def quarantine_venv(venv, distributions=None, ignore=None, workers=None, quarant
 # --------------------------------------------------------------------------
 
 def read_manifest(folder):
-    """Load and validate ``folder/manifest.json``; errors name the file and the field."""
+    """Load and validate ``folder/manifest.json`` (a regular file, read without blocking); errors name the file, the
+    entry and the field."""
     path = os.path.join(folder, MANIFEST)
     manifest = parse_json(read_text(path, VenvQuarantineError), path, VenvQuarantineError)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("entries"), list):
@@ -329,49 +345,114 @@ def read_manifest(folder):
         for field in ("original", "quarantined", "sha256", "action"):
             if not isinstance(entry, dict) or not isinstance(entry.get(field), str):
                 raise VenvQuarantineError("%s: entries[%d]: field '%s' must be a string" % (path, index, field))
+        for field in ("original", "quarantined"):
+            if "\x00" in entry[field]:
+                raise VenvQuarantineError("%s: entries[%d]: field '%s' holds a NUL byte, which no path may hold: %r"
+                                          % (path, index, field, entry[field][:200]))
+        if "size" in entry and not (is_int(entry["size"]) and entry["size"] >= 0):
+            raise VenvQuarantineError("%s: entries[%d]: field 'size' must be a whole number of bytes, got %r"
+                                      % (path, index, entry["size"]))
     return manifest
 
 
-def _restore_one(entry, index, folder, venv_root, check_mode):
-    """Move one quarantined file back; return ``(restored, skip_reason)``."""
+def _quarantined_kind(quarantined, where):
+    """The quarantined entry's lstat result, or None when it is gone; anything but a regular file or a symlink (a
+    FIFO would block the hash, a folder is no file) is refused."""
+    try:
+        st = os.lstat(quarantined)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise VenvQuarantineError("%s: cannot stat %s: %s" % (where, quarantined, exc.strerror))
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise VenvQuarantineError("%s: %s is not a regular file or a symlink (a FIFO, socket, device or folder); "
+                                  "refusing to restore from this quarantine" % (where, quarantined))
+    return st
+
+
+def _restore_check(entry, index, folder, venv_root):
+    """Check one manifest entry before anything moves: returns ``None`` when it can be moved back, else why it is
+    skipped (gone, its place taken, changed since); a path outside the quarantine or the venv, or an entry that is no
+    file, raises."""
+    where = "%s: entries[%d]" % (os.path.join(folder, MANIFEST), index)
     original = os.path.normpath(entry["original"])
     quarantined = os.path.normpath(entry["quarantined"])
     real_folder = os.path.realpath(folder)
     if (not _inside(quarantined, folder) or not _inside(os.path.realpath(os.path.dirname(quarantined)), real_folder)
             or _parent_reason(original, venv_root) is not None):
-        raise VenvQuarantineError("%s: entries[%d]: 'quarantined' must lie in the quarantine folder and 'original' in "
-                                  "the venv %s (no symlinked folder on the way)" % (os.path.join(folder, MANIFEST), index, venv_root))
-    if not os.path.lexists(quarantined):
-        return False, "no longer in the quarantine"
+        raise VenvQuarantineError("%s: 'quarantined' must lie in the quarantine folder and 'original' in "
+                                  "the venv %s (no symlinked folder on the way)" % (where, venv_root))
+    st = _quarantined_kind(quarantined, where)
+    if st is None:
+        return "no longer in the quarantine"
     if os.path.lexists(original):
-        return False, "%s exists, not overwritten" % original
+        return "%s exists, not overwritten" % original
+    if "size" in entry and stat.S_ISREG(st.st_mode) and st.st_size != entry["size"]:
+        return "changed since it was quarantined (size differs)"
     if sha256_of(quarantined) != entry["sha256"]:
-        return False, "changed since it was quarantined (sha256 differs)"
-    if not check_mode:
-        move_file(quarantined, original, entry["sha256"], folder_mode=0o777)
-    return True, None
+        return "changed since it was quarantined (sha256 differs)"
+    return None
+
+
+def _check_unique(manifest, folder):
+    """Two entries with one original (or one quarantined file) would have the second move fail halfway."""
+    for field in ("original", "quarantined"):
+        seen = {}
+        for index, entry in enumerate(manifest["entries"]):
+            path = os.path.normpath(entry[field])
+            if path in seen:
+                raise VenvQuarantineError("%s: entries[%d]: '%s' %s is also entries[%d]'s"
+                                          % (os.path.join(folder, MANIFEST), index, field, path, seen[path]))
+            seen[path] = index
+
+
+def _move_back(movable, folder):
+    """Move each checked entry back; a move that fails stops the restore, saying what was moved back before."""
+    restored = []
+    for entry in movable:
+        try:
+            move_file(os.path.normpath(entry["quarantined"]), os.path.normpath(entry["original"]), entry["sha256"],
+                      folder_mode=0o777)
+        except (OSError, VenvQuarantineError) as exc:
+            raise VenvQuarantineError("restore: %s: cannot move %s back to %s: %s; restored before it stopped: %s"
+                                      % (folder, entry["quarantined"], entry["original"],
+                                         getattr(exc, "strerror", None) or exc, ", ".join(restored) or "nothing"))
+        restored.append(entry["original"])
+    return restored
+
+
+def _clean_path(value, option):
+    """An option's path, absolute and normalised; a NUL byte (which no path holds) is refused naming the option."""
+    text = str(value)
+    if "\x00" in text:
+        raise VenvQuarantineError("%s: %r holds a NUL byte, which no path may hold" % (option, text[:200]))
+    return os.path.normpath(os.path.abspath(os.path.expanduser(text)))
 
 
 def restore_quarantine(venv, folder, check_mode=False):
     """Move the files a quarantine folder holds back to where they were; never overwrite a file.
 
+    The whole manifest and every entry are checked first (inside the quarantine and the venv, a regular file or a
+    symlink, its place free, its size and sha256 as recorded), so a bad entry stops the restore before anything moved.
     Returns a dict: changed, quarantine, restored (original paths), skipped (dicts: original, reason).
     """
-    venv_root = os.path.normpath(os.path.abspath(os.path.expanduser(str(venv))))
-    folder = os.path.normpath(os.path.abspath(os.path.expanduser(str(folder))))
+    venv_root = _clean_path(venv, "venv")
+    folder = _clean_path(folder, "restore")
     if not os.path.isdir(folder):
         raise VenvQuarantineError("restore: %s: no such quarantine folder" % folder)
     manifest = read_manifest(folder)
     if os.path.normpath(str(manifest.get("venv"))) != venv_root:
         raise VenvQuarantineError("restore: %s holds files of the venv %s, not %s"
                                   % (os.path.join(folder, MANIFEST), manifest.get("venv"), venv_root))
-    restored = []
+    _check_unique(manifest, folder)
+    movable = []
     skipped = []
     for index, entry in enumerate(manifest["entries"]):
-        done, reason = _restore_one(entry, index, folder, venv_root, check_mode)
-        if done:
-            restored.append(entry["original"])
+        reason = _restore_check(entry, index, folder, venv_root)
+        if reason is None:
+            movable.append(entry)
         else:
             skipped.append({"original": entry["original"], "reason": reason})
+    restored = [entry["original"] for entry in movable] if check_mode else _move_back(movable, folder)
     return {"changed": bool(restored), "venv": venv_root, "quarantine": folder, "restored": restored,
             "skipped": skipped}

@@ -18,16 +18,20 @@ the others. After N failed looks the watchdog kills it at once and leaves it fai
 (vllm-group-watch) then stops the other nodes' units (over Ray the other nodes run no vLLM unit: the head is
 the deployment), and a re-run of the play starts the group again.
 
-State: a JSON file per unit (restarts within the hour, total restarts, the last look). Metrics: a node
-exporter textfile per unit, written after every run. Both are written atomically. The API key, when the
-server needs one, comes from VLLM_API_KEY (the unit's 0600 EnvironmentFile), never from the command line.
+State: a JSON file per unit (restarts within the hour, total restarts, the last look); one the watchdog cannot
+use (not a regular file, not JSON, a field of the wrong type) is renamed aside, never deleted, and counting
+starts afresh. Metrics: a node exporter textfile per unit, written after every run. Both are written
+atomically. The API key, when the server needs one, comes from VLLM_API_KEY (the unit's 0600
+EnvironmentFile), never from the command line.
 Runs on the standard library alone.
 """
 
 import argparse
 import json
+import math
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -46,6 +50,12 @@ Restart=no
 """
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 METRIC_PREFIX = "gauntlet_vllm_watchdog_"
+# A state file is a few hundred bytes; one larger than this is not the watchdog's. A hold file is one number.
+MAX_STATE_BYTES = 1024 * 1024
+MAX_HOLD_BYTES = 4096
+# How a file the watchdog did not just write is opened: never waiting (a FIFO without a writer would block a plain
+# open forever, and the timer's next run behind it), never kept by a child, never a terminal.
+READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
 
 
 def parse_args(argv):
@@ -66,8 +76,9 @@ def parse_args(argv):
     parser.add_argument("--group-node", action="store_true",
                         help="the unit is one node of a multi-node group: after N failed looks kill it, never restart it")
     args = parser.parse_args(argv)
-    if args.failures < 1 or args.max_restarts < 0 or args.request_timeout <= 0:
-        parser.error("--failures must be >= 1, --max-restarts >= 0 and --request-timeout > 0 (got %d, %d, %s)"
+    # "nan" and "inf" parse as floats: a NaN passes any comparison test unseen, and neither would ever run out.
+    if args.failures < 1 or args.max_restarts < 0 or not (0 < args.request_timeout < float("inf")):
+        parser.error("--failures must be >= 1, --max-restarts >= 0 and --request-timeout a finite number > 0 (got %d, %d, %s)"
                      % (args.failures, args.max_restarts, args.request_timeout))
     return args
 
@@ -91,22 +102,96 @@ def fresh_state(unit):
             "last_probe": None, "last_restart": None, "generation_tokens": None, "last_skip": None}
 
 
-def load_state(path, unit):
-    """The unit's state; a file that does not parse is kept aside (never deleted) and the count starts afresh."""
+def read_regular_text(path, limit):
+    """The UTF-8 text of the regular file ``path``, at most ``limit`` bytes; FileNotFoundError when there is none,
+    another OSError or a ValueError naming what is wrong otherwise.
+
+    The collection's module_utils/io/safe_io.read_text follows the same rule, but this script is copied alone onto the
+    host (vllm-watchdog, run by a systemd timer), where the collection is not importable: the rule is kept here.
+    Opened without blocking and checked with fstat: a FIFO, socket or device is refused, never waited on."""
+    descriptor = os.open(path, READ_FLAGS)
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ValueError("not a regular file (a FIFO, socket, device or folder)")
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise ValueError("larger than %d bytes" % limit)
+    return raw.decode("utf-8")
+
+
+def _count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _finite(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _record(value, fields):
+    """None, or a dict whose ``fields`` hold a finite time, a bool ``ok`` and a str ``reason``."""
+    checks = {"time": _finite, "ok": lambda v: isinstance(v, bool), "reason": lambda v: isinstance(v, str)}
+    return value is None or (isinstance(value, dict) and all(checks[field](value.get(field)) for field in fields))
+
+
+# What each field of a state file must hold for the watchdog to count with it; a field that is absent takes the
+# fresh state's value (a state written before the field existed).
+STATE_FIELDS = {
+    "consecutive_failures": _count,
+    "restarts_total": _count,
+    "restarts": lambda v: isinstance(v, list) and all(_finite(when) for when in v),
+    "gave_up": lambda v: isinstance(v, bool),
+    "last_probe": lambda v: _record(v, ("time", "ok", "reason")),
+    "last_restart": lambda v: _record(v, ("time", "reason")),
+    "generation_tokens": lambda v: v is None or _finite(v),
+    "last_skip": lambda v: v is None or isinstance(v, str),
+}
+
+
+def state_problem(stored, unit):
+    """Why a parsed state file cannot be used for ``unit``, or None."""
+    if not isinstance(stored, dict) or stored.get("unit") != unit:
+        return "not a watchdog state of %s" % unit
+    for field in sorted(STATE_FIELDS):
+        if field in stored and not STATE_FIELDS[field](stored[field]):
+            return "field %s holds %s, which the watchdog cannot count with" % (field, json.dumps(stored[field])[:80])
+    return None
+
+
+def set_aside(path, unit, problem, now):
+    """Rename a state the watchdog cannot use to ``<path>.unreadable-<epoch seconds>`` (``-1``, ``-2`` when taken):
+    kept for the operator, never deleted, never over an earlier one."""
+    stamp = int(now)
+    aside = "%s.unreadable-%d" % (path, stamp)
+    number = 0
+    while os.path.lexists(aside):
+        number += 1
+        aside = "%s.unreadable-%d-%d" % (path, stamp, number)
+    try:
+        os.rename(path, aside)
+    except OSError as exc:
+        log("%s: state file %s unusable (%s) and cannot be set aside (%s); starting afresh" % (unit, path, problem, exc))
+        return
+    log("%s: state file %s unusable (%s); kept as %s, starting afresh" % (unit, path, problem, aside))
+
+
+def load_state(path, unit, now=None):
+    """The unit's state; a file the watchdog cannot use (not a regular file, not UTF-8 JSON, nested too deeply, a
+    field of the wrong type) is set aside, never deleted, and the count starts afresh."""
     state = fresh_state(unit)
     try:
-        with open(path) as handle:
-            stored = json.load(handle)
-        if not isinstance(stored, dict) or stored.get("unit") != unit:
-            raise ValueError("not a watchdog state of %s" % unit)
+        stored = json.loads(read_regular_text(path, MAX_STATE_BYTES))
     except FileNotFoundError:
         return state
+    except RecursionError:
+        problem = "JSON nested too deeply"
     except (OSError, ValueError) as exc:
-        aside = "%s.unreadable-%d" % (path, int(time.time()))
-        os.replace(path, aside)
-        log("%s: state file %s unreadable (%s); kept as %s, starting afresh" % (unit, path, exc, aside))
-        return state
-    state.update(stored)
+        problem = str(exc)
+    else:
+        problem = state_problem(stored, unit)
+        if problem is None:
+            state.update(stored)
+            return state
+    set_aside(path, unit, problem, time.time() if now is None else now)
     return state
 
 
@@ -149,11 +234,10 @@ def hold_reason(hold_dir, unit, now):
     """Why a deploy holds the unit now, or None: the hold file's epoch seconds are still ahead."""
     path = os.path.join(hold_dir, unit)
     try:
-        with open(path) as handle:
-            text = handle.read().strip()
+        text = read_regular_text(path, MAX_HOLD_BYTES).strip()
     except FileNotFoundError:
         return None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         return "hold %s unreadable (%s), taken as held" % (path, exc)
     try:
         until = float(text)
@@ -255,9 +339,11 @@ def remove_drop_in(args):
     """Remove the gave-up drop-in, only when it is the watchdog's own (it carries the marker line)."""
     path = drop_in_path(args)
     try:
-        with open(path) as handle:
-            ours = DROP_IN_MARKER in handle.read()
+        ours = DROP_IN_MARKER in read_regular_text(path, MAX_STATE_BYTES)
     except FileNotFoundError:
+        return
+    except (OSError, ValueError) as exc:
+        log("%s: %s unreadable (%s); left alone" % (args.unit, path, exc))
         return
     if not ours:
         log("%s: %s lacks the watchdog's marker line; left alone" % (args.unit, path))
@@ -358,7 +444,7 @@ def metrics_text(state, now):
 
 def run(args, now):
     """One look at the unit: skip, or probe and act; then keep the state and the metrics."""
-    state = load_state(args.state_file, args.unit)
+    state = load_state(args.state_file, args.unit, now)
     reason = skip_reason(args, now)
     if reason:
         skip(state, reason)
