@@ -420,6 +420,33 @@ def textfile_path(directory, unit):
     return os.path.join(directory, "gauntlet_vllm_watchdog_%s.prom" % re.sub(r"[^A-Za-z0-9_]", "_", unit))
 
 
+def textfile_owner(path):
+    """The unit whose metrics the textfile at ``path`` holds, or None (absent or unreadable: then it is replaced, as
+    before). The file name folds '-', '.' and '_' together, so vllm-qwen3-8b.service and vllm-qwen3_8b.service share
+    one path; overwriting would hide one unit's restarts behind the other's."""
+    try:
+        text = read_regular_text(path, 1 << 20)
+    except (OSError, ValueError):
+        return None
+    match = re.search(r'\{unit="((?:[^"\\]|\\.)*)"\}', text)
+    if match is None:
+        return None
+    escapes = {"n": "\n", '"': '"', "\\": "\\"}
+    return re.sub(r"\\(.)", lambda escaped: escapes.get(escaped.group(1), escaped.group(0)), match.group(1))
+
+
+def write_metrics(args, state, now):
+    """The unit's textfile; refused (logged, exit status 1) when it is another unit's. Returns the exit status."""
+    path = textfile_path(args.textfile_dir, args.unit)
+    owner = textfile_owner(path)
+    if owner is not None and owner != args.unit:
+        log("not writing %s: it holds the metrics of %s, and %s maps to the same file name; rename one of the two "
+            "units (the look itself was done)" % (path, owner, args.unit))
+        return 1
+    atomic_write(path, metrics_text(state, now))
+    return 0
+
+
 def metrics_text(state, now):
     """The node exporter textfile of one unit (Prometheus text format 0.0.4)."""
     unit = state["unit"].replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
@@ -453,8 +480,7 @@ def run(args, now):
     else:
         failed_look(args, state, now)
     save_state(args.state_file, state)
-    atomic_write(textfile_path(args.textfile_dir, args.unit), metrics_text(state, now))
-    return 0
+    return write_metrics(args, state, now)
 
 
 def main(argv=None):

@@ -396,3 +396,44 @@ def test_the_watchdog_role_and_its_script_name_the_same_runtime_files():
     assert textfile.startswith("{{ vllm_watchdog_textfile_dir }}/gauntlet_vllm_watchdog_")
     assert os.path.basename(WATCHDOG.textfile_path("/d", "vllm-x.service")) == "gauntlet_vllm_watchdog_vllm_x_service.prom"
     assert "regex_replace('[^A-Za-z0-9_]', '_')" in textfile and textfile.endswith(".prom")
+
+
+def test_two_units_that_map_to_one_textfile_never_overwrite_each_other(host, vllm, capsys):
+    # vllm-tiny-llama.service and vllm-tiny_llama.service fold into one file name (issue 34): the second unit's
+    # watchdog still looks at its unit, but leaves the first one's metrics alone and says why (exit status 1).
+    vllm.mode = "hang"
+    host.run(vllm.url, failures=3)
+    first = host.textfile()
+    other = "vllm-tiny_llama.service"
+    other_state = host.tmp / "state" / "watchdog" / (other + ".json")
+    argv = host.argv(vllm.url, failures=3)
+    argv[argv.index(UNIT)] = other
+    argv[argv.index(str(host.watchdog_state))] = str(other_state)
+    assert WATCHDOG.main(argv) == 1
+    assert host.textfile() == first and 'unit="%s"' % UNIT in first
+    out = capsys.readouterr().out
+    assert "holds the metrics of %s, and %s maps to the same file name" % (UNIT, other) in out
+    assert json.loads(other_state.read_text())["consecutive_failures"] == 1
+    # The unit that owns the file goes on writing it.
+    assert WATCHDOG.main(host.argv(vllm.url, failures=3)) == 0
+    assert _metric(host.textfile(), "consecutive_failures") == 2
+
+
+def test_the_role_refuses_a_unit_whose_textfile_holds_another_units_metrics(tmp_path):
+    # The role's side of the same fold: refused before this unit's watchdog is installed or its textfile removed.
+    from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import run_playbook
+    textfile = tmp_path / "gauntlet_vllm_watchdog_vllm_tiny_llama_service.prom"
+    textfile.write_text('gauntlet_vllm_watchdog_gave_up{unit="vllm-tiny-llama.service"} 0\n')
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False, "connection": "local",
+        "tasks": [{"ansible.builtin.include_role": {"name": "gauntlet.vllm.vllm_watchdog"},
+                   "vars": {"vllm_watchdog_unit": "vllm-tiny_llama.service", "vllm_watchdog_url": "http://127.0.0.1:9",
+                            "vllm_watchdog_model": "m", "vllm_watchdog_env_file": "/nonexistent",
+                            "vllm_watchdog_textfile_dir": str(tmp_path)}}]}]))
+    run = run_playbook(["-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, str(play)])
+    assert run.returncode != 0
+    assert ('holds the watchdog metrics of another unit (unit="vllm-tiny-llama.service"), and '
+            'vllm-tiny_llama.service maps to the same file name') in " ".join(run.stdout.split()), run.stdout[-2000:]
+    assert "Install the watchdog script" not in run.stdout
+    assert textfile.read_text().startswith('gauntlet_vllm_watchdog_gave_up{unit="vllm-tiny-llama.service"}')
