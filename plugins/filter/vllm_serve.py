@@ -17,6 +17,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import full_match
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import ArgsBuildError, build_serve_args
 
 
@@ -34,14 +35,15 @@ def vllm_serve_argv(settings, venv="/opt/vllm/venv"):
 SHIPPED_TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                  "roles", "vllm_service", "files", "chat_templates")
 HOST_TEMPLATES = "/etc/vllm/chat-templates"
-TEMPLATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# Matched whole (safe_io.full_match): ``$`` would also accept a trailing newline.
+TEMPLATE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def vllm_chat_template(name):
     """{shipped, path}: a bare file name shipped with the collection lands under HOST_TEMPLATES; anything else (a host
     path, a template name vLLM knows, empty) is passed to vLLM as given."""
     name = "" if name is None else str(name)
-    shipped = bool(TEMPLATE_NAME.match(name)) and os.path.isfile(os.path.join(SHIPPED_TEMPLATES, name))
+    shipped = full_match(TEMPLATE_NAME, name) and os.path.isfile(os.path.join(SHIPPED_TEMPLATES, name))
     return {"shipped": shipped, "path": HOST_TEMPLATES + "/" + name if shipped else name}
 
 

@@ -19,6 +19,9 @@ description:
     counts with its whole size.
   - Fails, with the numbers (bytes needed, the path, the file system and its free bytes), when the files do not fit with
     O(min_free_bytes) left over, unless O(fail_on_error=false).
+  - A destination that cannot be created does not fit either, whatever the free bytes - when O(path), or its nearest
+    existing ancestor, is not a directory (a regular file such as C(/etc/hostname) in C(/etc/hostname/models/x), a
+    symbolic link to nothing, a FIFO); the message names what is in the way.
   - Only reads; never changes anything.
 author:
   - gauntlet.vllm contributors (@gauntlet)
@@ -71,7 +74,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 fits:
-  description: Whether the bytes still to transfer fit, with O(min_free_bytes) left over.
+  description:
+    - Whether the bytes still to transfer fit, with O(min_free_bytes) left over.
+    - False too when O(path) cannot be created (RV(checked_path) is not a directory); RV(msg) says why.
   returned: always
   type: bool
   sample: false
@@ -91,7 +96,9 @@ min_free_bytes:
   type: int
   sample: 0
 checked_path:
-  description: The nearest existing ancestor of O(path) (O(path) itself when it exists), whose file system was asked.
+  description:
+    - The nearest existing ancestor of O(path) (O(path) itself when it exists), whose file system was asked.
+    - When it is not a directory (a file in the way), the file system of the nearest directory above it is asked.
   returned: always
   type: str
   sample: /opt/models

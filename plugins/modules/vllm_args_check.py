@@ -56,6 +56,8 @@ options:
     description:
       - How the server serves, as one value - the C(vllm_service) role's C(vllm_service_serving), the same fields as
         a C(vllm_deploy) verdict's C(serving). Absent fields take their defaults.
+      - A number that is NaN or infinite (C(gpu_memory_utilization=nan)), or a whole-number field given a fraction,
+        fails the task naming the field, rather than leaving the flag out.
     type: dict
     default: {}
     suboptions:

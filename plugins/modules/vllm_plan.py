@@ -71,6 +71,7 @@ options:
       - The C(gpus) facts of M(gauntlet.vllm.gpu_facts) from each node, in node-rank order (the head first). Sets
         O(nodes), and O(gpus), O(gpu_memory_gib) and O(gpu_name) where those are not given - the node with the fewest
         GPUs and the smallest memory, as vLLM runs the same number of ranks on every node.
+      - Each element is checked as O(gpu_facts) is; a failure names it (C(nodes_gpu_facts[1].devices)).
     type: list
     elements: dict
   internode_link:
@@ -113,6 +114,8 @@ options:
     description:
       - The C(gpus) facts gathered by M(gauntlet.vllm.gpu_facts), used for O(gpus), O(gpu_memory_gib),
         O(gpu_name) and O(link) where those are not given.
+      - Facts of another shape (C(devices) not a list of dicts, C(topology) not a dict, a C(count) or
+        C(memory_total_bytes) that is not a number) fail the task, naming the field.
     type: dict
   allreduce_probe:
     description:
@@ -283,8 +286,9 @@ options:
   visible_devices:
     description:
       - The GPUs the server will see (its E(CUDA_VISIBLE_DEVICES)), as indices or UUIDs; the plans are then made for
-        that many GPUs. An index the host does not have (O(gpus) or the C(count) in O(gpu_facts)), or a GPU named
-        twice, fails the task.
+        that many GPUs. An index the host does not have (O(gpus) or the C(count) in O(gpu_facts)), a GPU named
+        twice, or an entry that is no GPU (C(-1), which CUDA reads as none, or anything but an index from 0 or a
+        C(GPU-)/C(MIG-) UUID) fails the task.
       - Empty, the server sees every GPU of the host.
     type: list
     elements: str

@@ -119,12 +119,18 @@ def test_bad_gauntlet_candidates_are_named_by_index(hub, tmp_path):
     result = play(hub, tmp_path, "gauntlet.yml", "-e", json.dumps({"vllm_gauntlet_candidates": candidates}))
     assert result.returncode != 0
     assert "each name once (names: kimi, kimi)" in result.stdout
-    # ... and a bad name or an unknown model by the candidate's index and name.
+    # ... a bad name by the candidate's index, the name as JSON (a trailing newline shows) ...
     candidates = [{"name": "kimi", "model": "kimi-k25-int4"}, {"name": "minimax tp4", "model": "kimi-k2"}]
     result = play(hub, tmp_path, "gauntlet.yml", "-e", json.dumps({"vllm_gauntlet_candidates": candidates}))
     assert result.returncode != 0
-    assert ("vllm_gauntlet_candidates[1] (minimax tp4): the name must be letters, digits, . _ - and the model a key of "
-            "vllm_deploy_models (got 'kimi-k2'; known: kimi-k25-int4, kimi-k25-nvfp4, minimax-m25).") in result.stdout
+    assert "vllm_gauntlet_candidates[1].name must be a plain file name - letters, digits, '.', '_' and '-' (got " in result.stdout
+    assert "minimax tp4" in result.stdout
+    # ... and an unknown model by the candidate's index and name.
+    candidates = [{"name": "kimi", "model": "kimi-k25-int4"}, {"name": "minimax-tp4", "model": "kimi-k2"}]
+    result = play(hub, tmp_path, "gauntlet.yml", "-e", json.dumps({"vllm_gauntlet_candidates": candidates}))
+    assert result.returncode != 0
+    assert ("vllm_gauntlet_candidates[1] (minimax-tp4): the model must be a key of vllm_deploy_models (got \\\"kimi-k2\\\"; "
+            "known: kimi-k25-int4, kimi-k25-nvfp4, minimax-m25).") in result.stdout
 
 
 # The command line each reference playbook would run, as --check prints it at planning time (the host is never
@@ -248,5 +254,5 @@ def test_the_router_of_the_two_node_example_refuses_a_head_it_cannot_reach(hub, 
     message = " ".join(result.stdout.split())
     said = "listens on 127.0.0.1 only" in message and "vllm_service_api_key" in message and "router lb-02" in message
     assert said == refused, result.stdout[-4000:]
-    reached_the_role = "TASK [gauntlet.vllm.vllm_router : Check the backends and the model]" in result.stdout
+    reached_the_role = "TASK [gauntlet.vllm.vllm_router : Check the backends]" in result.stdout
     assert reached_the_role != refused, result.stdout[-4000:]

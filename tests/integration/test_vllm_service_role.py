@@ -353,7 +353,7 @@ def test_a_ray_plan_runs_vllm_on_the_head_over_the_cluster_without_a_group_watch
 
 @pytest.mark.parametrize("case, words", [
     ("ray_worker_refused", ["vLLM runs on the head alone", "got 1", "ray_cluster"]),
-    ("ray_without_address", ["vllm_service_ray_address", "host:port", "got ''"]),
+    ("ray_without_address", ["vllm_service_ray_address", "host:port", 'got ""']),
 ])
 def test_a_ray_plan_is_refused_on_a_worker_and_without_the_clusters_address(played, case, words):
     outcome = played[0][case]

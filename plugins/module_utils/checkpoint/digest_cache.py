@@ -21,6 +21,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.shards im
     CheckpointError,
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import (
+    full_match,
     is_int,
     parse_json,
     read_text,
@@ -125,7 +126,7 @@ def load_cache(cache_path):
     for path, entry in data["files"].items():
         if (isinstance(entry, dict) and isinstance(entry.get("key"), list) and len(entry["key"]) == 5
                 and all(is_int(part) for part in entry["key"])
-                and isinstance(entry.get("sha256"), str) and SHA256_HEX.match(entry["sha256"])):
+                and full_match(SHA256_HEX, entry.get("sha256"))):
             entries[path] = {"key": entry["key"], "sha256": entry["sha256"].lower()}
     return entries, None
 

@@ -33,13 +33,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import re
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import quote, urljoin, urlsplit
 from ansible.module_utils.urls import open_url
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import parse_json, size_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import full_match, parse_json, size_text
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import (
     CONFIG_FILE_NAME,
     HF_QUANT_FILE_NAME,
@@ -51,7 +52,9 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_confi
 )
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+# ``owner/name``, matched whole (safe_io.full_match): ``$`` would also accept "owner/name\n", which then went into the
+# URL and came back as a traceback (http.client.InvalidURL).
+REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 PATH_PREFIXES = ("/", "./", "../", "~")
 REDIRECT_CODES = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 10
@@ -70,8 +73,16 @@ def looks_like_path(model):
 
 
 def is_repo_id(model):
-    return (not looks_like_path(model) and bool(REPO_ID.match(model))
+    return (not looks_like_path(model) and full_match(REPO_ID, model)
             and not os.path.exists(os.path.expanduser(model)))
+
+
+def check_repo_id(repo_id):
+    """``repo_id`` when it is ``owner/name``; ModelConfigError naming it (quoted, so a newline shows) otherwise."""
+    if not full_match(REPO_ID, repo_id):
+        raise ModelConfigError("%s is not a Hub repo id: owner/name, each of letters, digits, '.', '_' and '-', "
+                               "with nothing around it (no space or line break)" % json.dumps(repo_id))
+    return repo_id
 
 
 def origin(url):
@@ -126,6 +137,7 @@ def fetch_hub_file(repo_id, filename, revision="main", endpoint=None, token=None
     Errors name the repo, revision and what the Hub said (its ``X-Error-Code``);
     the token never appears in them.
     """
+    check_repo_id(repo_id)
     endpoint = (endpoint or DEFAULT_ENDPOINT).rstrip("/")
     shown = _display(endpoint)
     url = "%s/%s/resolve/%s/%s" % (endpoint, repo_id, quote(revision, safe=""), quote(filename))
@@ -189,4 +201,7 @@ def load_any_model_config(model, revision="main", endpoint=None, token=None):
                                    "not found, or private and the token has no access)"
                                    % (model, model, exc.status, _display((endpoint or DEFAULT_ENDPOINT).rstrip("/"))))
     path = os.path.expanduser(model)
+    if not looks_like_path(model) and not os.path.exists(path) and full_match(REPO_ID, model.strip()):
+        # A repo id with a space or line break around it: no path here, and no id the Hub would take.
+        check_repo_id(model)
     return load_model_config(path), {"kind": "local", "path": path}

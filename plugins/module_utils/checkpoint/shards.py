@@ -14,6 +14,7 @@ import os
 import re
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import (
+    full_match,
     is_int,
     json_type_name,
     read_json_object,
@@ -25,13 +26,14 @@ CHECKSUM_MODES = ("auto", "true", "false")
 # Longest list of names given per problem (the count is always given in full).
 LIST_CAP = 20
 
-# ``<prefix>-<number>-of-<total><suffix>``, the Hugging Face shard naming.
-SHARD_NAME = re.compile(r"^(?P<prefix>.*)-(?P<number>[0-9]+)-of-(?P<total>[0-9]+)(?P<suffix>\.[^./]+)$")
+# ``<prefix>-<number>-of-<total><suffix>``, the Hugging Face shard naming. These patterns are matched whole
+# (fullmatch, safe_io.full_match): ``$`` would also accept a name or digest ending in a newline.
+SHARD_NAME = re.compile(r"(?P<prefix>.*)-(?P<number>[0-9]+)-of-(?P<total>[0-9]+)(?P<suffix>\.[^./]+)")
 
-SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 
 # A size given as a string: ASCII digits only, and few enough for int() (it refuses over 4300).
-DECIMAL = re.compile(r"^[0-9]{1,30}$")
+DECIMAL = re.compile(r"[0-9]{1,30}")
 
 # Longest shard number or total (zero padding included) taken as a number; Hugging Face writes 5 digits.
 MAX_SHARD_DIGITS = 32
@@ -98,13 +100,13 @@ def parse_expected_files(expected_files):
         if unknown:
             raise CheckpointError("%s: unknown key(s) %s (allowed: size, sha256)" % (where, ", ".join(unknown)))
         size = entry.get("size")
-        if isinstance(size, str) and DECIMAL.match(size.strip()):
+        if isinstance(size, str) and full_match(DECIMAL, size.strip()):
             size = int(size.strip())
         if size is not None and (not is_int(size) or size < 0):
             raise CheckpointError("%s.size: must be a non-negative integer, got %s" % (where, json.dumps(entry.get("size"))))
         digest = entry.get("sha256")
         if digest is not None:
-            if not isinstance(digest, str) or not SHA256_HEX.match(digest.strip()):
+            if not isinstance(digest, str) or not full_match(SHA256_HEX, digest.strip()):
                 raise CheckpointError("%s.sha256: must be 64 hexadecimal digits, got %s" % (where, json.dumps(digest)))
             digest = digest.strip().lower()
         parsed[name] = {"size": size, "sha256": digest}
@@ -157,7 +159,7 @@ def unsafe_name_reason(name):
 
 def shard_match(name):
     """The ``-NNNNN-of-MMMMM`` match of ``name``, or None (also when a number is implausibly long)."""
-    match = SHARD_NAME.match(name) if len(name) <= MAX_NAME_CHARS else None
+    match = SHARD_NAME.fullmatch(name) if len(name) <= MAX_NAME_CHARS else None
     if match and len(match.group("number")) <= MAX_SHARD_DIGITS and len(match.group("total")) <= MAX_SHARD_DIGITS:
         return match
     return None
@@ -183,7 +185,7 @@ def check_numbering(names):
         match = shard_match(name)
         if match:
             groups.setdefault((match.group("prefix"), match.group("suffix")), []).append(match)
-        elif len(name) <= MAX_NAME_CHARS and SHARD_NAME.match(name):
+        elif len(name) <= MAX_NAME_CHARS and full_match(SHARD_NAME, name):
             messages.append("%s: the shard number or total has more than %d digits (not a shard name)"
                             % (short_name(name), MAX_SHARD_DIGITS))
     for (prefix, suffix), matches in sorted(groups.items()):

@@ -58,7 +58,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.checkpoint.shards import default_workers
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import READ_FLAGS, read_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import READ_FLAGS, full_match, read_text
 
 
 DEFAULT_DISTRIBUTIONS = ("vllm", "torch")
@@ -73,15 +73,16 @@ BATCH_FILES = 64
 # and the variable-length SHAKEs.
 RECORD_HASHES = frozenset(name for name in hashlib.algorithms_guaranteed
                           if name not in ("md5", "sha1") and not name.startswith("shake_"))
-# ``<algorithm>=<urlsafe base64 digest>``, padding allowed but not needed.
-RECORD_HASH = re.compile(r"^([A-Za-z0-9_]+)=([A-Za-z0-9_-]+)={0,2}$")
+# ``<algorithm>=<urlsafe base64 digest>``, padding allowed but not needed. This and the name patterns below are matched
+# whole (fullmatch, safe_io.full_match): ``$`` would also accept a trailing newline.
+RECORD_HASH = re.compile(r"([A-Za-z0-9_]+)=([A-Za-z0-9_-]+)={0,2}")
 # Characters of each algorithm's digest in urlsafe base64 without padding.
 DIGEST_CHARS = dict((name, (hashlib.new(name).digest_size * 4 + 2) // 3) for name in RECORD_HASHES)
 # A distribution name (PEP 508) and the name at the start of a Requires-Dist value.
-DISTRIBUTION_NAME = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")
+DISTRIBUTION_NAME = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
 REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 # A top_level.txt entry that may name a folder of site-packages.
-TOP_LEVEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+TOP_LEVEL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # A path segment that is empty, ``.`` or ``..`` (or a leading ``/``): the path needs normalising.
 NOT_PLAIN = re.compile(r"(?:^|/)(?:\.{1,2})?(?:/|$)")
 # One or more of ``-``, ``_``, ``.``: the PEP 503 normalisation folds each run into one ``-``.
@@ -123,7 +124,7 @@ def normalize_distributions(names):
     normalized = []
     for index, name in enumerate(names):
         text = name.strip() if isinstance(name, str) else None
-        if not text or not DISTRIBUTION_NAME.match(text):
+        if not full_match(DISTRIBUTION_NAME, text):
             raise VenvIntegrityError("distributions[%d]: %r is not a distribution name" % (index, name))
         text = normalize_name(text)
         if text not in normalized:
@@ -315,7 +316,7 @@ def parse_record(record_path):
         size_field = row[2].strip() if len(row) > 2 else ""
         algorithm = digest = size = None
         if hash_field:
-            match = RECORD_HASH.match(hash_field)
+            match = RECORD_HASH.fullmatch(hash_field)
             if not match:
                 raise VenvIntegrityError("%s (%s): field 'hash' must be <algorithm>=<urlsafe base64 digest>, got %r"
                                          % (line, path, hash_field))
@@ -374,7 +375,7 @@ def top_level_folders(dist):
         names = []
     for name in names:
         name = name.strip().split("/")[0]
-        if TOP_LEVEL_NAME.match(name) and name not in (".", "..") and os.path.isdir(os.path.join(dist["site"], name)):
+        if full_match(TOP_LEVEL_NAME, name) and name not in (".", "..") and os.path.isdir(os.path.join(dist["site"], name)):
             folders.add(name)
     return folders
 
@@ -643,7 +644,7 @@ def guarded_names(dist):
     names = set()
     for word in words:
         name = word.strip().split("/")[0]
-        if TOP_LEVEL_NAME.match(name) and name not in (".", ".."):
+        if full_match(TOP_LEVEL_NAME, name) and name not in (".", ".."):
             names.add(name)
     if not names:
         return None

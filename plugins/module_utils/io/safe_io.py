@@ -129,8 +129,11 @@ def is_int(value):
 
 
 def is_finite_number(value):
-    """An int or float that is not a bool, NaN or an infinity."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """An int or float that is not a bool, NaN or an infinity. Every int is finite (math.isfinite would convert one
+    past 1e308 to a float and raise OverflowError)."""
+    if is_int(value):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def full_match(pattern, value):
@@ -151,7 +154,10 @@ def finite_number(value, where, error=SafeIOError, minimum=None, maximum=None, a
     (``above=0``: strictly positive). Strings are refused, not parsed: "nan" and "inf" parse as floats."""
     if not is_finite_number(value):
         raise error("%s must be a finite number, got %s" % (where, short_text(repr(value), 80)))
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise error("%s is too large, got %s" % (where, short_text(repr(value), 80)))
     if above is not None and not number > above:
         raise error("%s must be greater than %s, got %s" % (where, above, value))
     if minimum is not None and number < minimum:

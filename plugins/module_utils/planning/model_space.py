@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import json
 import os
+import stat
 
 GIB = 1024 ** 3
 
@@ -46,13 +47,35 @@ def parse_sizes(files):
 
 
 def existing_ancestor(path):
-    """``path`` or its nearest ancestor that exists."""
+    """``path`` or its nearest ancestor that exists (a dangling symbolic link counts: it is there, and blocks)."""
     path = os.path.abspath(path)
-    while not os.path.exists(path):
+    while not os.path.lexists(path):
         parent = os.path.dirname(path)
         if parent == path:
             break
         path = parent
+    return path
+
+
+def blocker(path):
+    """Why nothing can be created under ``path`` (an existing ancestor of the destination, or the destination itself),
+    or None when it is a directory (through symbolic links): a regular file, a dangling link, a FIFO, ..."""
+    if os.path.isdir(path):
+        return None
+    if os.path.islink(path):
+        return "a symbolic link to nothing (%s)" % os.readlink(path)
+    mode = os.lstat(path).st_mode
+    for test, what in ((stat.S_ISREG, "a regular file"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return what
+    return "not a directory"
+
+
+def existing_directory(path):
+    """``path`` when it is a directory, else its nearest ancestor that is one."""
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
     return path
 
 
@@ -103,12 +126,18 @@ def check_space(dest, files, min_free_bytes=0):
     sizes = parse_sizes(files)
     checked = existing_ancestor(dest)
     needed, complete = bytes_to_transfer(dest, sizes)
-    free = free_bytes(checked)
-    filesystem = mount_point(checked)
-    fits = needed + min_free_bytes <= free
+    # The file system asked is that of the nearest directory: a file in the way has no free space of its own to give.
+    in_the_way = blocker(checked)
+    free = free_bytes(existing_directory(checked))
+    filesystem = mount_point(existing_directory(checked))
+    fits = needed + min_free_bytes <= free and in_the_way is None
     msg = "needs %d bytes (%s) at %s, %s has %d bytes free (%s)" % (needed, gib(needed), dest, filesystem, free, gib(free))
     if min_free_bytes:
         msg += " and %d bytes (%s) must stay free" % (min_free_bytes, gib(min_free_bytes))
+    if in_the_way:
+        # Free space says nothing here: the download would fail creating the destination, after the check passed.
+        where = "%s is" % dest if checked == os.path.abspath(dest) else "%s cannot be created: %s is" % (dest, checked)
+        msg = "%s %s, not a directory; %s" % (where, in_the_way, msg)
     return {"fits": fits, "needed_bytes": needed, "free_bytes": free, "min_free_bytes": min_free_bytes,
             "checked_path": checked, "filesystem": filesystem, "files_total": len(sizes), "files_complete": len(complete),
             "msg": msg}

@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.state_record import read_record, write_record
 
 # What a server is: the model, its name and its listener, and the planner's parallelism arguments.
@@ -111,16 +112,26 @@ def _text(settings, name):
 
 
 def _number(settings, name, kind):
-    """The setting as (number, its text), or None when unset or not above 0 (``kind`` is int or float)."""
+    """The setting as (number, its text), or None when unset or not above 0 (``kind`` is int or float).
+
+    NaN and the infinities are refused, given as numbers or as text ("nan" parses as a float): NaN is not above 0,
+    so it would leave the flag out and the server would run with vLLM's default without a word. A whole-number
+    setting given as 1.5 is refused too, rather than cut to 1."""
     value = settings.get(name)
     if value is None or value == "":
         return None
+    expected = "a whole number" if kind is int else "a number"
     if isinstance(value, bool):
         raise ArgsBuildError("%s: expected a number, got %r" % (name, value))
+    if kind is int and isinstance(value, float) and is_finite_number(value) and not value.is_integer():
+        raise ArgsBuildError("%s: expected %s, got %r" % (name, expected, value))
     try:
         number = kind(value)
-    except (TypeError, ValueError):
-        raise ArgsBuildError("%s: expected %s number, got %r" % (name, "a whole" if kind is int else "a", value))
+    except (TypeError, ValueError, OverflowError):
+        raise ArgsBuildError("%s: expected %s, got %r" % (name, expected, value))
+    # int() already refused NaN and the infinities for a whole-number setting.
+    if kind is float and not is_finite_number(number):
+        raise ArgsBuildError("%s: expected a finite number, got %r" % (name, value))
     return (number, str(value)) if number > 0 else None
 
 

@@ -31,6 +31,13 @@ __metaclass__ = type
 import math
 import numbers
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import (
+    is_finite_number,
+    is_int,
+    json_type_name,
+    short_text,
+)
+
 # The planner plans at most this many nodes: the plans over N nodes of G GPUs are every split of N x G into
 # TP x PP x DP (with and without EP), about 30 per node count at 8 GPUs, each evaluated at every concurrency
 # level; 16 nodes keep a plan run under a second or two. Wider deployments (wide expert parallel over tens of
@@ -60,6 +67,8 @@ EXECUTOR_BACKENDS = ("mp", "ray")
 MASTER_PORT = 29501
 DP_RPC_PORT = 29550
 HEAD_PLACEHOLDER = "HEAD_ADDRESS"
+# No GPU holds a PiB: a larger memory_total_bytes in gpu facts is no byte count.
+MAX_DEVICE_BYTES = 1 << 50
 
 
 class NodesError(ValueError):
@@ -108,6 +117,46 @@ def check_executor_backend(backend):
     return backend
 
 
+def _wrong(where, expected, value):
+    return NodesError("%s must be %s, got %s %s" % (where, expected, json_type_name(value), short_text(repr(value), 80)))
+
+
+def _check_devices(devices, where):
+    """gpu_facts' ``devices``: a list of dicts whose memory_total_bytes (a byte count) and name (a string) may be
+    null, as gpu_facts reports a GPU it could not fully read."""
+    if not isinstance(devices, list):
+        raise _wrong(where, "a list of GPUs (dicts with name and memory_total_bytes)", devices)
+    for index, device in enumerate(devices):
+        field = "%s[%d]" % (where, index)
+        if not isinstance(device, dict):
+            raise _wrong(field, "a dict with name and memory_total_bytes", device)
+        memory = device.get("memory_total_bytes")
+        # is_int first: a huge int is no float, and is_finite_number would overflow on it.
+        if memory is not None and not ((is_int(memory) or is_finite_number(memory)) and 0 <= memory <= MAX_DEVICE_BYTES):
+            raise _wrong(field + ".memory_total_bytes", "a number of bytes from 0 to 2**50", memory)
+        if device.get("name") is not None and not isinstance(device["name"], str):
+            raise _wrong(field + ".name", "a string", device["name"])
+    return devices
+
+
+def check_gpu_facts(facts, where):
+    """One host's gpu_facts result (gauntlet.vllm.gpu_facts' ``gpus``), every field the planner reads checked:
+    ``{"count", "devices", "nvlink"}`` (count None when not reported, nvlink None without a topology). NodesError
+    names ``where`` and the field, rather than a traceback on a string where a list or dict belongs."""
+    if facts is None:
+        facts = {}
+    if not isinstance(facts, dict):
+        raise _wrong(where, "the gpus facts of gauntlet.vllm.gpu_facts (a dict)", facts)
+    devices = _check_devices([] if facts.get("devices") is None else facts["devices"], where + ".devices")
+    count = facts.get("count")
+    if count is not None and not (is_int(count) and count >= 0):
+        raise _wrong(where + ".count", "a whole number of GPUs", count)
+    topology = facts.get("topology")
+    if topology is not None and not isinstance(topology, dict):
+        raise _wrong(where + ".topology", "a dict (nvlink, links)", topology)
+    return {"count": count, "devices": devices, "nvlink": bool(topology.get("nvlink")) if topology else None}
+
+
 def nodes_from_facts(facts_list):
     """``(nodes, gpus_per_node, smallest memory in GiB, first GPU's name)`` from each host's gpu_facts result.
     vLLM runs the same number of ranks on every node, so the node with the fewest GPUs sets it."""
@@ -115,9 +164,10 @@ def nodes_from_facts(facts_list):
         raise NodesError("nodes_gpu_facts must be a list with one gpu_facts result per node")
     counts, memories, names = [], [], []
     for index, facts in enumerate(facts_list):
-        devices = (facts or {}).get("devices") or []
-        count = (facts or {}).get("count", len(devices))
-        if not isinstance(count, int) or count < 1:
+        checked = check_gpu_facts(facts, "nodes_gpu_facts[%d]" % index)
+        devices = checked["devices"]
+        count = len(devices) if checked["count"] is None else checked["count"]
+        if count < 1:
             raise NodesError("nodes_gpu_facts[%d] reports no GPUs (count %r)" % (index, count))
         counts.append(count)
         memories += [d.get("memory_total_bytes") for d in devices if d.get("memory_total_bytes")]

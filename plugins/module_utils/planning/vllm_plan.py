@@ -10,12 +10,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic as traffic
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_error_bands
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.allreduce_probe import measured_us
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import ModelConfigError
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.plan_request import PlanRequest
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number, is_int
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import full_match, is_finite_number, is_int
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardware import (
     DeviceSpecError,
     check_device_spec,
@@ -34,6 +36,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_nodes import (
     NodesError,
     check_executor_backend,
+    check_gpu_facts,
     nodes_from_facts,
     check_internode_link,
     check_multinode,
@@ -91,6 +94,8 @@ MAX_WORKLOAD_TOKENS = 4 * 1024 * 1024
 MAX_CONCURRENCY = 65536
 MAX_LEVELS = 32
 DEFAULT_OBJECTIVE = "throughput"
+# One entry of CUDA_VISIBLE_DEVICES: a GPU index, or a GPU or MIG UUID (or a prefix of one; MIG-GPU-<uuid>/1/0 too).
+VISIBLE_DEVICE = re.compile(r"[0-9]+|(?:GPU|MIG)-[A-Za-z0-9/-]+")
 
 
 class PlanError(Exception):
@@ -738,6 +743,14 @@ def check_visible_devices(devices, host_gpus):
         raise PlanError("visible_devices must be a list of GPU indices or UUIDs, or a CUDA_VISIBLE_DEVICES string "
                         "like \"0,1,2,3\", got %r" % (devices,))
     names = [str(device).strip() for device in devices if str(device).strip()]
+    # CUDA reads "-1" as no GPU at all and ignores every entry after one it cannot read, so "0,-1,2" is GPU 0 alone:
+    # such an entry would make a plan for GPUs the server never sees.
+    not_devices = [name for name in names if not full_match(VISIBLE_DEVICE, name)]
+    if not_devices:
+        raise PlanError("visible_devices '%s': %s %s no GPU (an entry is an index from 0, or a UUID like GPU-8f6e... or "
+                        "MIG-...; CUDA reads -1 as none and stops at the first entry it cannot read)"
+                        % (",".join(names), ", ".join("'%s'" % name for name in not_devices),
+                           "is" if len(not_devices) == 1 else "are"))
     twice = sorted(set(name for name in names if names.count(name) > 1))
     if twice:
         raise PlanError("visible_devices '%s' names GPU %s twice" % (",".join(names), ", ".join(twice)))
@@ -799,16 +812,19 @@ def gpus_from_facts(params):
     """``(gpus, gpu_memory_gib, gpu_name, link)`` from the options, else from ``gpu_facts`` (gauntlet.vllm.gpu_facts'
     result): the count, the smallest GPU's memory, the first GPU's name and the NVLink topology."""
     # A given value, even 0, is the user's: the planner checks it and names it.
-    facts = params.get("gpu_facts") or {}
-    devices = facts.get("devices") or []
-    gpus = params["gpus"] if params.get("gpus") is not None else facts.get("count")
+    try:
+        facts = check_gpu_facts(params.get("gpu_facts"), "gpu_facts")
+    except NodesError as exc:
+        raise PlanFailed(str(exc))
+    devices = facts["devices"]
+    gpus = params["gpus"] if params.get("gpus") is not None else facts["count"]
     memory = params.get("gpu_memory_gib")
     if memory is None and devices:
         memory = min(d.get("memory_total_bytes") or 0 for d in devices) / float(1024 ** 3)
     name = params.get("gpu_name") or (devices[0].get("name") if devices else None)
     link = params.get("link")
-    if not link and facts.get("topology"):
-        link = "nvlink" if facts["topology"].get("nvlink") else "pcie"
+    if not link and facts["nvlink"] is not None:
+        link = "nvlink" if facts["nvlink"] else "pcie"
     return gpus, memory, name, link
 
 

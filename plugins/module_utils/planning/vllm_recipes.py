@@ -38,7 +38,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_int
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import full_match, is_int, single_line
 
 
 RECIPE_FIELDS = ("tool_call_parser", "reasoning_parser", "enable_auto_tool_choice", "chat_template", "speculative",
@@ -52,12 +52,14 @@ MATCH_KEYS = ("architectures", "model_types", "config")
 VLLM_RANGE_KEYS = ("min", "max")
 SPECULATIVE_REQUIRED = ("method", "num_speculative_tokens")
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SPEC_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RECIPE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Names are matched whole (safe_io.full_match, re.fullmatch): ``$`` alone also accepts one trailing newline, and an
+# env name "FOO\n" renders an Environment= line systemd ignores, so the variable silently disappears.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SPEC_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RECIPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # A vLLM release as pip and `vllm --version` write it: 0.28.0, v0.30, 0.11.1rc2, 0.31.0.post1,
 # 0.32.0.dev5+g0123abc, 0.32.0+cpu (the local part after '+' is ignored).
-_VERSION = re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:(a|b|rc)(\d+))?(?:\.?post(\d+))?(?:\.?dev(\d+))?(?:\+[0-9A-Za-z][0-9A-Za-z._-]*)?$")
+_VERSION = re.compile(r"v?(\d+(?:\.\d+){0,3})(?:(a|b|rc)(\d+))?(?:\.?post(\d+))?(?:\.?dev(\d+))?(?:\+[0-9A-Za-z][0-9A-Za-z._-]*)?")
 _PRE_RANK = {"a": 0, "b": 1, "rc": 2}
 
 
@@ -346,7 +348,7 @@ def parse_version(text, where="vLLM version"):
     """'0.28.0' -> (0, 28, 0, 0, 3, 0, -1, 1, 0); '0.11.1rc2' sorts before '0.11.1'; '+cpu' is ignored.
 
     Raises RecipeError naming ``where`` for anything that is not a release number."""
-    match = _VERSION.match(text.strip()) if isinstance(text, str) else None
+    match = _VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
     if not match:
         raise RecipeError("%s: bad vLLM version %r (expected a release like 0.28.0, 0.11.1rc2 or 0.32.0+cpu)"
                           % (where, text))
@@ -402,6 +404,7 @@ def check_field(where, field, value):
     if field in STR_FIELDS:
         if not isinstance(value, str):
             _fail(where, field, "a string", value)
+        _check_one_line(where, field, value)
     elif field == "enable_auto_tool_choice":
         if not isinstance(value, bool):
             _fail(where, field, "a boolean", value)
@@ -434,7 +437,7 @@ def _check_speculative(where, value):
     if "model" in value and not isinstance(value["model"], str):
         _fail(where, "speculative.model", "a string", value["model"])
     for key, item in value.items():
-        if not isinstance(key, str) or not _SPEC_KEY.match(key):
+        if not full_match(_SPEC_KEY, key):
             raise RecipeError("%s.speculative: bad key %r (expected a name like num_speculative_tokens)" % (where, key))
         if item is None or not isinstance(item, (str, int, float)):
             _fail(where, "speculative.%s" % key, "a string, integer, float or boolean", item)
@@ -445,11 +448,18 @@ def _check_env(where, value):
     if not isinstance(value, dict):
         _fail(where, "env", "a dict of NAME: 'value' strings", value)
     for name, item in value.items():
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
+        if not full_match(_ENV_NAME, name):
             raise RecipeError("%s.env: bad variable name %r (letters, digits and _, not starting with a digit)"
                               % (where, name))
         if not isinstance(item, str):
             _fail(where, "env.%s" % name, "a string (quote numbers in YAML)", item)
+        _check_one_line(where, "env.%s" % name, item)
+
+
+def _check_one_line(where, field, value):
+    """A value written into the unit (an Environment= line, a word of ExecStart=) holds no line break or NUL: one
+    would end that line and make the rest a directive of its own."""
+    single_line(value, "%s.%s" % (where, field), RecipeError)
 
 
 def check_fields(where, fields):
@@ -508,7 +518,7 @@ def check_recipe(recipe, where):
     """RecipeError naming ``where`` and the key or field at fault; returns the recipe."""
     _check_keys(where, recipe, RECIPE_KEYS)
     name = recipe.get("name")
-    if not isinstance(name, str) or not _RECIPE_NAME.match(name) or name in ("auto", "none"):
+    if not full_match(_RECIPE_NAME, name) or name in ("auto", "none"):
         raise RecipeError("%s.name must be a recipe name like kimi-k2.5 (letters, digits, '.', '_', '-'; not "
                           "'auto' or 'none'), got %r" % (where, name))
     where = "%s (recipe %s)" % (where, name)

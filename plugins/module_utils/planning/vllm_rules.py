@@ -32,14 +32,14 @@ SUPPORTED_VERSIONS = ("0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0")
 # rejecting a TP split that cuts through them (docs/vllm-rules-by-version.md).
 FP8_MOE_BLOCK_REFINE_SINCE = "0.29.0"
 # A vLLM release as pip and `vllm --version` write it: 0.32.0, v0.30, 0.32.0rc1,
-# 0.31.0.post1, 0.32.0.dev5+g0123abc, 0.32.0+cpu.
-_VERSION_PATTERN = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(?:a|b|rc|post|dev)\d*)*(?:\+[0-9A-Za-z][0-9A-Za-z._-]*)?$")
+# 0.31.0.post1, 0.32.0.dev5+g0123abc, 0.32.0+cpu. Matched whole (fullmatch): ``$`` also accepts a trailing newline.
+_VERSION_PATTERN = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(?:a|b|rc|post|dev)\d*)*(?:\+[0-9A-Za-z][0-9A-Za-z._-]*)?")
 
 
 def parse_version(version):
     """'0.28.0' / '0.32.0+cpu' / 'v0.30' -> (0, 28, 0). Anything that is not a
     release number raises ValueError naming it: 'banana' is not 0.0.0."""
-    match = _VERSION_PATTERN.match(version.strip()) if isinstance(version, str) else None
+    match = _VERSION_PATTERN.fullmatch(version.strip()) if isinstance(version, str) else None
     if not match:
         raise ValueError("vllm_version must be a vLLM release number such as 0.32.0, got %r" % (version,))
     return tuple(int(part or 0) for part in match.groups())

@@ -1126,14 +1126,14 @@ def test_index_larger_than_its_cap_is_not_read_whole(tmp_path, monkeypatch):
     with open(path, "wb") as handle:
         handle.truncate(shards.MAX_INDEX_BYTES + 1)  # sparse: nothing written
     reads = []
-    real_open = safe_io._open_regular  # pylint: disable=protected-access
+    real_open = safe_io.open_regular
 
     def counting_open(file, error):
         handle = real_open(file, error)
         if file == path:
             handle = _ReadSpy(handle, handle.read, reads)
         return handle
-    monkeypatch.setattr(safe_io, "_open_regular", counting_open)
+    monkeypatch.setattr(safe_io, "open_regular", counting_open)
     with pytest.raises(CheckpointError, match="larger than 64 MiB, the most this file may hold"):
         load_weight_map(path)
     assert reads and all(size is not None and 0 < size <= shards.MAX_INDEX_BYTES + 1 for size in reads)

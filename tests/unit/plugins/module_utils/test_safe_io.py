@@ -145,3 +145,9 @@ def test_single_line_refuses_the_formats_own_characters_and_non_strings():
         safe_io.single_line('unit"x', "v", forbidden='"\\')
     with pytest.raises(safe_io.SafeIOError, match="v must be a string, got int"):
         safe_io.single_line(5, "v")
+
+
+def test_a_huge_int_is_a_verdict_not_an_overflow():
+    assert safe_io.is_finite_number(10 ** 400)
+    with pytest.raises(safe_io.SafeIOError, match="x is too large"):
+        safe_io.finite_number(10 ** 400, "x")
