@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gauntlet.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A pytest plugin that weakens one of safe_io's shared checks, named by GAUNTLET_HOSTILE_MUTATION, for the whole
+session (test_hostile_mutations.py runs the hostile-input tests under it and expects some to fail).
+
+Each mutant is what the code did before issue 34: ``re.match`` with its trailing-newline ``$``, numbers taken
+without a finiteness test, free text written unchecked, a file opened whatever it is, ``json.loads`` bare. The
+function's code object is swapped in place, so every ``from ... import name`` already made sees the mutant too;
+the mutant runs with safe_io's globals.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io import safe_io
+
+
+def _full_match(pattern, value):
+    if not isinstance(value, str):
+        return False
+    return re.match(getattr(pattern, "pattern", pattern), value) is not None  # noqa: F821 (safe_io's globals)
+
+
+def _is_finite_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _finite_number(value, where, error=None, minimum=None, maximum=None, above=None):
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise error("%s must be a number, got %r" % (where, value))
+    number = float(value)
+    if above is not None and number <= above:
+        raise error("%s must be greater than %s, got %s" % (where, above, value))
+    if minimum is not None and number < minimum:
+        raise error("%s must be at least %s, got %s" % (where, minimum, value))
+    if maximum is not None and number > maximum:
+        raise error("%s must be at most %s, got %s" % (where, maximum, value))
+    return number
+
+
+def _single_line(value, where, error=None, forbidden=""):
+    return value
+
+
+def _open_regular(path, error):
+    try:
+        descriptor = os.open(path, READ_FLAGS)  # noqa: F821 (safe_io's globals)
+    except (IOError, OSError, TypeError, ValueError) as exc:
+        raise error("%s: cannot read file: %s" % (path, exc))
+    return os.fdopen(descriptor, "rb")
+
+
+def _parse_json(text, where, error=None):
+    return json.loads(text)  # noqa: F821 (safe_io's globals)
+
+
+MUTANTS = {
+    "full_match": ("full_match", _full_match),
+    "is_finite_number": ("is_finite_number", _is_finite_number),
+    "finite_number": ("finite_number", _finite_number),
+    "single_line": ("single_line", _single_line),
+    "open_regular": ("open_regular", _open_regular),
+    "parse_json": ("parse_json", _parse_json),
+}
+
+
+def pytest_configure(config):
+    name = os.environ.get("GAUNTLET_HOSTILE_MUTATION")
+    if not name:
+        return
+    target, mutant = MUTANTS[name]
+    getattr(safe_io, target).__code__ = mutant.__code__
