@@ -6,23 +6,26 @@ session (test_hostile_mutations.py runs the hostile-input tests under it and exp
 
 Each mutant is what the code did before issue 34: ``re.match`` with its trailing-newline ``$``, numbers taken
 without a finiteness test, free text written unchecked, a file opened whatever it is, ``json.loads`` bare. The
-function's code object is swapped in place, so every ``from ... import name`` already made sees the mutant too;
-the mutant runs with safe_io's globals.
+function's code object is swapped in place, so every ``from ... import name`` already made sees the mutant too.
+The mutant runs with safe_io's globals; every global name it uses is imported here as well, so both resolve it.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
+import re
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io import safe_io
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import READ_FLAGS
 
 
 def _full_match(pattern, value):
     if not isinstance(value, str):
         return False
-    return re.match(getattr(pattern, "pattern", pattern), value) is not None  # noqa: F821 (safe_io's globals)
+    return re.match(getattr(pattern, "pattern", pattern), value) is not None
 
 
 def _is_finite_number(value):
@@ -48,14 +51,14 @@ def _single_line(value, where, error=None, forbidden=""):
 
 def _open_regular(path, error):
     try:
-        descriptor = os.open(path, READ_FLAGS)  # noqa: F821 (safe_io's globals)
+        descriptor = os.open(path, READ_FLAGS)
     except (IOError, OSError, TypeError, ValueError) as exc:
         raise error("%s: cannot read file: %s" % (path, exc))
     return os.fdopen(descriptor, "rb")
 
 
 def _parse_json(text, where, error=None):
-    return json.loads(text)  # noqa: F821 (safe_io's globals)
+    return json.loads(text)
 
 
 MUTANTS = {

@@ -33,7 +33,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.serving import vllm_
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_monitoring_info
 from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import printed_json, run_playbook
 from ansible_collections.gauntlet.vllm.tests.unit.monitoring.conftest import promtool_path
-from ansible_collections.gauntlet.vllm.tests.unit.plugins.modules.test_vllm_monitoring_info import (  # noqa: F401
+from ansible_collections.gauntlet.vllm.tests.unit.plugins.modules.test_vllm_monitoring_info import (  # noqa: F401  # pylint: disable=unused-import
     UNIT,
     systemctl,
 )
