@@ -43,7 +43,7 @@ def parse_value(text):
     lowered = text.lower()
     if lowered in ("nan", "+inf", "-inf", "inf"):
         return float(lowered)
-    if not re.match(r"^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$", lowered):
+    if not re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?", lowered):
         raise ValueError("not a number: %r" % text)
     return float(text)
 
@@ -98,7 +98,7 @@ def parse_sample(line):
     rest = line[position:].split()
     if len(rest) not in (1, 2) or (position < len(line) and line[position] not in " \t"):
         raise ValueError("expected a value (and an optional timestamp) after the name and labels")
-    if len(rest) == 2 and not re.match(r"^-?\d+$", rest[1]):
+    if len(rest) == 2 and not re.fullmatch(r"-?\d+", rest[1]):
         raise ValueError("bad timestamp %r" % rest[1])
     return name, labels, parse_value(rest[0])
 
