@@ -32,6 +32,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.install.venv_quarant
 )
 from ansible_collections.gauntlet.vllm.plugins.modules import venv_quarantine as venv_quarantine_module
 from ansible_collections.gauntlet.vllm.plugins.modules import vllm_router_server
+from ansible_collections.gauntlet.vllm.tests.integration.playbook_runner import skip_under_mutation
 from ansible_collections.gauntlet.vllm.tests.unit.plugins.module_utils.test_venv_integrity import (
     base_venv,
     clone_venv,
@@ -68,6 +69,7 @@ def run_router_validate(tmp_path, **overrides):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.pathsep.join(
         [collections] + [p for p in [os.environ.get("ANSIBLE_COLLECTIONS_PATH")] if p]),
         ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    skip_under_mutation()
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", str(playbook),
                "-e", "@%s" % extra]
     done = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120, check=False)
