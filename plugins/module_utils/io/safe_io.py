@@ -154,6 +154,12 @@ def finite_number(value, where, error=SafeIOError, minimum=None, maximum=None, a
     (``above=0``: strictly positive). Strings are refused, not parsed: "nan" and "inf" parse as floats."""
     if not is_finite_number(value):
         raise error("%s must be a finite number, got %s" % (where, short_text(repr(value), 80)))
+    return number_in_bounds(value, where, error, minimum, maximum, above)
+
+
+def number_in_bounds(value, where, error=SafeIOError, minimum=None, maximum=None, above=None):
+    """``value`` (an int or float) as a float within finite_number's bounds, or ``error`` naming ``where``; a NaN
+    fails every bound given. finite_number is this after its finiteness test."""
     try:
         number = float(value)
     except OverflowError:

@@ -19,7 +19,7 @@ import os
 import re
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io import safe_io
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import READ_FLAGS
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import READ_FLAGS, number_in_bounds
 
 
 def _full_match(pattern, value):
@@ -33,16 +33,10 @@ def _is_finite_number(value):
 
 
 def _finite_number(value, where, error=None, minimum=None, maximum=None, above=None):
+    # The type test without the finiteness test; the bounds are safe_io's own.
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise error("%s must be a number, got %r" % (where, value))
-    number = float(value)
-    if above is not None and number <= above:
-        raise error("%s must be greater than %s, got %s" % (where, above, value))
-    if minimum is not None and number < minimum:
-        raise error("%s must be at least %s, got %s" % (where, minimum, value))
-    if maximum is not None and number > maximum:
-        raise error("%s must be at most %s, got %s" % (where, maximum, value))
-    return number
+    return number_in_bounds(value, where, error, minimum, maximum, above)
 
 
 def _single_line(value, where, error=None, forbidden=""):
