@@ -26,7 +26,10 @@ options:
     type: path
     default: /run/haproxy/admin.sock
   backend:
-    description: The HAProxy backend (letters, digits, C(.), C(_), C(:) and C(-), as HAProxy names are).
+    description:
+      - The HAProxy backend (letters, digits, C(.), C(_), C(:) and C(-), as HAProxy names are).
+      - C(*) reads every backend; RV(servers) then summarizes each server over the backends that hold it and
+        RV(backends) has them one by one.
     type: str
     default: vllm
 extends_documentation_fragment:
@@ -57,8 +60,15 @@ socket:
   returned: always
   type: str
   sample: /run/haproxy/admin.sock
+backends:
+  description: With O(backend=*), every backend's servers by backend, then by server, with the fields of RV(servers).
+  returned: when O(backend=*)
+  type: dict
 servers:
-  description: Each server of the backend, by name.
+  description:
+    - Each server of the backend, by name.
+    - With O(backend=*), each server of any backend, with the first operational state that is not C(UP) among its
+      backends, their sessions summed, and C(admin_state) C(mixed) when they differ.
   returned: always
   type: dict
   contains:

@@ -29,7 +29,11 @@ options:
     type: path
     default: /run/haproxy/admin.sock
   backend:
-    description: The HAProxy backend (letters, digits, C(.), C(_), C(:) and C(-), as HAProxy names are).
+    description:
+      - The HAProxy backend (letters, digits, C(.), C(_), C(:) and C(-), as HAProxy names are).
+      - C(*) acts on every backend that holds a server of this name (the role M(gauntlet.vllm.vllm_router) keeps one
+        backend per served model, so a host serving two models is a server in two backends); the state is set in each
+        and the wait covers each in turn.
     type: str
     default: vllm
   server:
@@ -96,12 +100,18 @@ server:
   type: str
   sample: gpu-01
 backend:
-  description: The backend.
+  description: The backend asked for (C(*) for every backend holding the server).
   returned: always
   type: str
   sample: vllm
+backends:
+  description: The backends acted on.
+  returned: always
+  type: list
+  elements: str
+  sample: [vllm, vllm_model_1]
 state_before:
-  description: Its administrative state before (ready, drain or maint).
+  description: Its administrative state before (ready, drain or maint; C(mixed) when its backends differed).
   returned: always
   type: str
   sample: ready
@@ -111,12 +121,12 @@ state:
   type: str
   sample: drain
 operational_state:
-  description: First word of HAProxy's status (UP, DOWN, DRAIN, MAINT, NOLB).
+  description: First word of HAProxy's status (UP, DOWN, DRAIN, MAINT, NOLB); over several backends, the first that is not UP.
   returned: always
   type: str
   sample: DRAIN
 current_sessions:
-  description: Its current sessions (C(scur)) when the module returned.
+  description: Its current sessions (C(scur)) when the module returned, summed over its backends.
   returned: always
   type: int
   sample: 0

@@ -25,6 +25,8 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import fi
 
 DEFAULT_SOCKET = "/run/haproxy/admin.sock"
 DEFAULT_BACKEND = "vllm"
+# Every backend that holds the server (the router's per-model backends).
+ALL_BACKENDS = "*"
 STATES = ("ready", "drain", "maint")
 WAITS = ("none", "idle", "up")
 POLL_SECONDS = 0.5
@@ -195,38 +197,86 @@ def set_state(path, backend, server, state, command=runtime_command):
         raise RouterError("HAProxy refused 'set server %s/%s state %s': %s" % (backend, server, state, answer))
 
 
+def server_backends(path, server, command=runtime_command):
+    """{backend: server_row} of every backend that holds ``server``: the router's per-model backends each hold the
+    servers of one model, so a host serving two models is a server in two backends."""
+    rows = parse_stat(command(path, "show stat"))
+    bits = parse_servers_state(command(path, "show servers state"))
+    found = dict((row["pxname"], server_row(row, bits.get((row["pxname"], server))))
+                 for row in rows if row.get("svname") == server)
+    if not found:
+        known = sorted({row.get("svname") for row in rows} - {"BACKEND", "FRONTEND", None})
+        raise RouterError("no backend of HAProxy at %s has a server %r (servers: %s)" % (path, server, ", ".join(known) or "none"))
+    return found
+
+
+def _targets(path, backend, server, command):
+    """{backend: row} the call acts on: one backend, or with ALL_BACKENDS every backend holding the server."""
+    if backend == ALL_BACKENDS:
+        return server_backends(path, server, command)
+    return {backend: find_server(backend_servers(path, backend, command), backend, server)}
+
+
+def _summary(rows):
+    """One row for a server seen in several backends: the worst operational state, the sessions summed."""
+    ordered = [rows[name] for name in sorted(rows)]
+    worst = next((row for row in ordered if row["operational_state"] != "UP"), ordered[0])
+    states = sorted({row["admin_state"] for row in ordered})
+    return dict(worst, admin_state=states[0] if len(states) == 1 else "mixed",
+                current_sessions=sum(row["current_sessions"] for row in ordered))
+
+
 def router_server(params, check_mode=False, command=runtime_command, clock=time.monotonic, sleep=time.sleep):
-    """What vllm_router_server does: set the server's admin state, then wait as asked."""
-    path, backend, server = params["socket"], check_name(params["backend"], "backend"), check_name(params["server"], "server")
+    """What vllm_router_server does: set the server's admin state in its backend (or every backend holding it, for
+    ALL_BACKENDS), then wait as asked."""
+    path, server = params["socket"], check_name(params["server"], "server")
+    backend = params["backend"] if params["backend"] == ALL_BACKENDS else check_name(params["backend"], "backend")
     state, wait = params["state"], params["wait"]
     if state not in STATES or wait not in WAITS:
         raise RouterError("state must be one of %s and wait one of %s (got %r, %r)" % (STATES, WAITS, state, wait))
     # Checked before the state is set: a timeout refused after a drain would leave the server drained.
     timeout = params["timeout"]
     check_timeout(timeout)
-    row = find_server(backend_servers(path, backend, command), backend, server)
-    before = row["admin_state"]
-    changed = before != state
+    rows = _targets(path, backend, server, command)
+    before = _summary(rows)["admin_state"]
+    stale = sorted(name for name, row in rows.items() if row["admin_state"] != state)
     waited = 0.0
-    if changed and not check_mode:
-        set_state(path, backend, server, state, command)
-        row = find_server(backend_servers(path, backend, command), backend, server)
+    if stale and not check_mode:
+        for name in stale:
+            set_state(path, name, server, state, command)
+        rows = _targets(path, backend, server, command)
     if wait != "none" and not check_mode:
-        row, waited = wait_for(path, backend, server, wait, timeout, command, clock, sleep)
+        for name in sorted(rows):
+            rows[name], seconds = wait_for(path, name, server, wait, timeout, command, clock, sleep)
+            waited += seconds
+    row = _summary(rows)
     return {
         "server": server,
         "backend": backend,
+        "backends": sorted(rows),
         "state_before": before,
         "state": state if check_mode else row["admin_state"],
-        "changed": changed,
+        "changed": bool(stale),
         "operational_state": row["operational_state"],
         "current_sessions": row["current_sessions"],
         "check_status": row["check_status"],
-        "waited_s": waited,
+        "waited_s": round(waited, 3),
     }
 
 
 def router_info(params, command=runtime_command):
-    """What vllm_router_info returns: every server of the backend."""
-    servers = backend_servers(params["socket"], check_name(params["backend"], "backend"), command)
-    return {"backend": params["backend"], "socket": params["socket"], "servers": servers}
+    """What vllm_router_info returns: every server of the backend; with ALL_BACKENDS every server of every backend,
+    summarized over the backends that hold it (the worst operational state, sessions summed), and ``backends``
+    {backend: {server: row}}."""
+    if params["backend"] != ALL_BACKENDS:
+        servers = backend_servers(params["socket"], check_name(params["backend"], "backend"), command)
+        return {"backend": params["backend"], "socket": params["socket"], "servers": servers}
+    rows = parse_stat(command(params["socket"], "show stat"))
+    names = sorted({row.get("pxname") for row in rows if row.get("svname") == "BACKEND"})
+    backends = dict((name, backend_servers(params["socket"], name, command)) for name in names)
+    servers = {}
+    for name in names:
+        for server, row in backends[name].items():
+            servers.setdefault(server, {})[name] = row
+    return {"backend": ALL_BACKENDS, "socket": params["socket"], "backends": backends,
+            "servers": dict((server, _summary(rows_of)) for server, rows_of in servers.items())}

@@ -39,7 +39,7 @@ from ansible_collections.gauntlet.vllm.tests.unit.plugins.module_utils.test_venv
     site_packages,
 )
 from ansible_collections.gauntlet.vllm.tests.unit.plugins.module_utils.test_vllm_router import Api, Clock, params
-from ansible_collections.gauntlet.vllm.tests.unit.roles.test_vllm_router_role import haproxy, render
+from ansible_collections.gauntlet.vllm.tests.unit.roles.test_vllm_router_role import haproxy, write_config
 from ansible_collections.gauntlet.vllm.tests.unit.roles import test_vllm_watchdog as watchdog_tests
 from ansible_collections.gauntlet.vllm.tests.unit.roles.test_vllm_watchdog import UNIT, WATCHDOG, Host
 
@@ -156,8 +156,10 @@ class BoundedSleep(Clock):
     ("vllm_router_backends", [{"name": "gpu-01\n", "address": "10.0.0.11", "port": 8000}]),
     ("vllm_router_backends", [{"name": "gpu-01", "address": "10.0.0.11\n", "port": 8000}]),
     ("vllm_router_model", "tiny-llama\r"),
+    ("vllm_router_backends", [{"name": "gpu-01", "address": "10.0.0.11", "port": 8000, "models": ["tiny\nx y"]}]),
+    ("vllm_router_session_header", "X-Session-ID\r\nX-Evil: 1"),
 ], ids=["check_interval", "check_timeout", "timeout_server", "retry_on", "bind_address", "stats_bind_address",
-        "bind_comment", "backend_name", "backend_address", "model"])
+        "bind_comment", "backend_name", "backend_address", "model", "backend_models", "session_header"])
 def test_a_line_break_in_a_router_option_is_refused_naming_it(tmp_path, variable, value):
     status, output = run_router_validate(tmp_path, **{variable: value})
     assert status != 0, output
@@ -205,9 +207,7 @@ def test_haproxy_check_in_the_install_task_prints_haproxys_reason(tmp_path):
         tasks = yaml.safe_load(handle)
     command = [task["ansible.builtin.template"]["validate"] for task in tasks
                if task.get("ansible.builtin.template", {}).get("src") == "haproxy.cfg.j2"][0]
-    config = tmp_path / "gauntlet-vllm.cfg"
-    config.write_text(render("haproxy.cfg.j2", vllm_router_backends=[
-        {"name": "gpu-01", "address": "127.0.0.1", "port": 70000}]))
+    config = write_config(tmp_path, vllm_router_backends=[{"name": "gpu-01", "address": "127.0.0.1", "port": 70000}])
     words = [haproxy() if word == "/usr/sbin/haproxy" else word.replace("%s", str(config)) for word in command.split()]
     done = subprocess.run(words, capture_output=True, text=True, check=False)
     assert done.returncode != 0

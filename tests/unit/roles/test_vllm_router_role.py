@@ -16,12 +16,14 @@ __metaclass__ = type
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -30,6 +32,7 @@ import pytest
 import yaml
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet import vllm_router as vr
+from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet.vllm_router_layout import LayoutError, router_layout
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "vllm_router")
@@ -58,6 +61,8 @@ def role_vars(**overrides):
                                         {"name": "gpu-02", "address": "127.0.0.1", "port": 18002}],
                   vllm_router_model=MODEL, vllm_router_api_key=KEY)
     values.update(overrides)
+    # What main.yml's set_fact computes with the filter gauntlet.vllm.vllm_router_layout.
+    values.setdefault("__vllm_router_layout", router_layout(values["vllm_router_backends"], values["vllm_router_model"]))
     return values
 
 
@@ -68,6 +73,19 @@ def render(template, **overrides):
     return env.get_template(template).render(**role_vars(**overrides))
 
 
+def write_config(tmp_path, **overrides):
+    """The role's three files in ``tmp_path``: the model map and /v1/models answer (which haproxy -c reads), then
+    haproxy.cfg pointing at them; returns the configuration's path."""
+    overrides = dict(overrides, _vllm_router_map_file=str(tmp_path / "models.map"),
+                     _vllm_router_models_file=str(tmp_path / "models.json"))
+    values = role_vars(**overrides)
+    (tmp_path / "models.map").write_text(render("gauntlet-vllm-models.map.j2", **overrides))
+    (tmp_path / "models.json").write_text(values["__vllm_router_layout"]["models_json"] + "\n")
+    path = tmp_path / "gauntlet-vllm.cfg"
+    path.write_text(render("haproxy.cfg.j2", **overrides))
+    return path
+
+
 def check(path, env=None):
     return subprocess.run([haproxy(), "-c", "-f", path], capture_output=True, text=True, env=env, check=False)
 
@@ -75,8 +93,7 @@ def check(path, env=None):
 # ---- the configuration as written --------------------------------------------------------------------------
 
 def test_config_passes_haproxy_check_without_warnings(tmp_path):
-    path = tmp_path / "gauntlet-vllm.cfg"
-    path.write_text(render("haproxy.cfg.j2"))
+    path = write_config(tmp_path)
     result = check(str(path))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stdout + result.stderr and "ALERT" not in result.stdout + result.stderr
@@ -120,14 +137,23 @@ def test_backend_settings():
         assert wanted in lines, wanted
 
 
-def test_body_json_is_escaped_for_a_model_with_quotes_and_backslashes(tmp_path):
-    model = 'org/model "v2" \\ x'
-    text = render("haproxy.cfg.j2", vllm_router_model=model)
+def test_health_check_body_is_json_for_every_model_character_allowed(tmp_path):
+    model = "org/Model-v2.5_a:b@c+d"
+    path = write_config(tmp_path, vllm_router_model=model,
+                        vllm_router_backends=[{"name": "gpu-01", "address": "127.0.0.1", "port": 18001}])
+    text = path.read_text()
     body = [line for line in text.splitlines() if "http-check send" in line][0].split(" body '", 1)[1].rstrip("'")
     assert json.loads(body) == {"model": model, "prompt": "ping", "max_tokens": 1}
-    path = tmp_path / "c.cfg"
-    path.write_text(text)
     assert check(str(path)).returncode == 0
+
+
+@pytest.mark.parametrize("model", ['org/model "v2"', "a b", "x'y", "m\n", "#m", "50%", ""])
+def test_a_model_name_the_config_would_misread_is_refused_by_name(model):
+    with pytest.raises(LayoutError, match=r"vllm_router_model must be a model name"):
+        router_layout([{"name": "gpu-01", "address": "127.0.0.1", "port": 18001}], model)
+    with pytest.raises(LayoutError, match=r"vllm_router_backends\[1\] \(gpu-02\)\.models\[1\] must be a model name"):
+        router_layout([{"name": "gpu-01", "address": "127.0.0.1", "port": 18001},
+                       {"name": "gpu-02", "address": "127.0.0.1", "port": 18002, "models": [MODEL, model]}], MODEL)
 
 
 def test_prometheus_exporter_is_built_in():
@@ -138,11 +164,13 @@ def test_prometheus_exporter_is_built_in():
 # ---- a real HAProxy in front of two fake vLLM servers ----------------------------------------------------
 
 class Fake:
-    """A vLLM server: records (path, Authorization, body) per POST; ``mode`` ok, 500 or drop (closes, no answer)."""
+    """A vLLM server: records (path, Authorization, body, headers) per POST; ``mode`` ok, 500 or drop (closes, no
+    answer); a completion of a model it does not serve gets vLLM's 404, as the real server answers it."""
 
-    def __init__(self, port):
+    def __init__(self, port, models=(MODEL,)):
         self.mode = "ok"
         self.requests = []
+        self.models = list(models)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -152,13 +180,18 @@ class Fake:
                 pass
 
             def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                fake.requests.append((self.path, self.headers.get("Authorization"), json.loads(body or b"{}")))
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                fake.requests.append((self.path, self.headers.get("Authorization"), body,
+                                      dict((key.lower(), value) for key, value in self.headers.items())))
                 if fake.mode == "drop":
                     self.close_connection = True
                     return
                 status = 200 if fake.mode == "ok" else 500
-                data = json.dumps({"choices": [{"text": "!"}], "port": port}).encode()
+                data = {"choices": [{"text": "!"}], "port": port, "model": body.get("model")}
+                if body.get("model", fake.models[0]) not in fake.models:
+                    status, data = 404, {"error": {"message": "The model `%s` does not exist." % body.get("model"),
+                                                   "type": "NotFoundError", "param": "model", "code": 404}}
+                data = json.dumps(data).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -183,19 +216,24 @@ class Fake:
         self.server.server_close()
 
 
-@pytest.fixture
-def router(tmp_path):
-    ports = [_free_port() for _port in range(4)]
-    fakes = [Fake(ports[0]), Fake(ports[1])]
+@contextlib.contextmanager
+def running_router(tmp_path, served=((MODEL,), (MODEL,)), **overrides):
+    """A real HAProxy with the role's configuration in front of one fake server per entry of ``served`` (the models
+    each serves, listed in vllm_router_backends[].models unless ``overrides`` says otherwise)."""
+    ports = [_free_port() for _port in range(len(served) + 2)]
+    fakes = [Fake(port, models) for port, models in zip(ports, served)]
+    names = ["gpu-%02d" % (index + 1) for index in range(len(served))]
     sock = str(tmp_path / "admin.sock")
-    text = render("haproxy.cfg.j2", _vllm_router_admin_socket=sock, vllm_router_port=ports[2], vllm_router_stats_port=ports[3],
-                  vllm_router_bind_address="127.0.0.1", vllm_router_stats_bind_address="127.0.0.1",
-                  vllm_router_backends=[{"name": "gpu-01", "address": "127.0.0.1", "port": ports[0]},
-                                        {"name": "gpu-02", "address": "127.0.0.1", "port": ports[1]}])
+    backends = [{"name": name, "address": "127.0.0.1", "port": port, "models": list(models)}
+                for name, port, models in zip(names, ports, served)]
+    settings = dict(_vllm_router_admin_socket=sock, vllm_router_port=ports[-2], vllm_router_stats_port=ports[-1],
+                    vllm_router_bind_address="127.0.0.1", vllm_router_stats_bind_address="127.0.0.1",
+                    vllm_router_backends=backends)
+    settings.update(overrides)
+    cfg = write_config(tmp_path, **settings)
     # No privilege drop and no syslog in a test run.
-    text = text.replace("    user haproxy\n", "").replace("    group haproxy\n", "").replace("log /dev/log local0", "log stderr local0 err")
-    cfg = tmp_path / "gauntlet-vllm.cfg"
-    cfg.write_text(text)
+    text = cfg.read_text().replace("    user haproxy\n", "").replace("    group haproxy\n", "")
+    cfg.write_text(text.replace("log /dev/log local0", "log stderr local0 err"))
     env = dict(os.environ, GAUNTLET_VLLM_ROUTER_API_KEY=KEY)
     proc = subprocess.Popen([haproxy(), "-db", "-f", str(cfg)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
@@ -204,10 +242,12 @@ def router(tmp_path):
             assert proc.poll() is None, proc.stdout.read().decode()
             assert time.monotonic() < deadline, "haproxy did not open its admin socket"
             time.sleep(0.05)
-        for name in ("gpu-01", "gpu-02"):
-            vr.wait_for(sock, "vllm", name, "up", 15)
-        yield {"sock": sock, "fakes": fakes, "url": "http://127.0.0.1:%d/v1/completions" % ports[2],
-               "metrics": "http://127.0.0.1:%d/metrics" % ports[3]}
+        for name in names:
+            vr.router_server({"socket": sock, "backend": "*", "server": name, "state": "ready", "wait": "up",
+                              "timeout": 15})
+        yield {"sock": sock, "fakes": fakes, "base": "http://127.0.0.1:%d" % ports[-2],
+               "url": "http://127.0.0.1:%d/v1/completions" % ports[-2],
+               "metrics": "http://127.0.0.1:%d/metrics" % ports[-1]}
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)
@@ -215,16 +255,39 @@ def router(tmp_path):
             fake.stop()
 
 
-def complete(url):
-    request = urllib.request.Request(url, data=json.dumps({"model": MODEL, "prompt": "hello", "max_tokens": 4}).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return answer.status, json.loads(answer.read())
+@pytest.fixture
+def router(tmp_path):
+    with running_router(tmp_path) as running:
+        yield running
+
+
+def post(url, body, headers=None):
+    """(status, JSON answer) of a POST, error statuses included."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers=dict({"Content-Type": "application/json"}, **(headers or {})))
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def get(url, headers=None):
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def complete(url, model=MODEL, prompt="hello", headers=None):
+    return post(url, {"model": model, "prompt": prompt, "max_tokens": 4}, headers)
 
 
 def test_health_check_is_a_completion_with_the_key_from_the_environment(router):
     for fake in router["fakes"]:
-        path, auth, body = fake.checks()[0]
+        path, auth, body = fake.checks()[0][:3]
         assert path == "/v1/completions"
         assert auth == "Bearer " + KEY
         assert body == {"model": MODEL, "prompt": "ping", "max_tokens": 1}
@@ -271,3 +334,132 @@ def test_prometheus_exporter_serves_the_backend(router):
     with urllib.request.urlopen(router["metrics"], timeout=5) as answer:
         text = answer.read().decode()
     assert 'haproxy_server_status{proxy="vllm",server="gpu-01"' in text
+
+
+# ---- one endpoint for several models; affinity -------------------------------------------------------------
+
+MOE = "org/tiny-moe"
+AUTH = {"Authorization": "Bearer " + KEY}
+
+
+def served_by(fakes, model):
+    return [index for index, fake in enumerate(fakes) for request in fake.clients() if request[2].get("model") == model]
+
+
+def test_each_model_goes_only_to_its_servers_each_checked_with_its_own_model(tmp_path):
+    with running_router(tmp_path, served=((MODEL,), (MODEL, MOE))) as router:
+        for _attempt in range(8):
+            assert complete(router["url"], MOE)[0] == 200
+            assert complete(router["url"], MODEL)[0] == 200
+        assert served_by(router["fakes"], MOE) == [1] * 8
+        assert sorted(set(served_by(router["fakes"], MODEL))) == [0, 1]
+        # gpu-01 is never asked for the model it lacks, so it is never marked down for it.
+        assert {check[2]["model"] for check in router["fakes"][0].checks()} == {MODEL}
+        assert {check[2]["model"] for check in router["fakes"][1].checks()} == {MODEL, MOE}
+        info = vr.router_info({"socket": router["sock"], "backend": "*"})
+        assert sorted(info["backends"]) == ["vllm", "vllm_model_1"]
+        assert sorted(info["backends"]["vllm_model_1"]) == ["gpu-02"]
+        assert {row["operational_state"] for row in info["servers"].values()} == {"UP"}
+
+
+def test_a_request_without_model_goes_to_the_default_models_servers(tmp_path):
+    with running_router(tmp_path, served=((MOE,), (MODEL,))) as router:
+        for _attempt in range(4):
+            assert post(router["url"], {"prompt": "hello", "max_tokens": 4})[0] == 200
+        assert len(router["fakes"][1].clients()) == 4 and not router["fakes"][0].clients()
+
+
+def test_v1_models_lists_every_model_whatever_server_and_asks_for_the_key(tmp_path):
+    with running_router(tmp_path, served=((MODEL,), (MOE,))) as router:
+        answers = [get(router["base"] + "/v1/models", AUTH) for _attempt in range(4)]
+        assert all(status == 200 for status, _body in answers)
+        assert all(body == answers[0][1] for _status, body in answers)
+        assert answers[0][1]["object"] == "list"
+        assert [card["id"] for card in answers[0][1]["data"]] == [MODEL, MOE]
+        assert {card["object"] for card in answers[0][1]["data"]} == {"model"}
+        assert get(router["base"] + "/v1/models") == (401, {"error": "Unauthorized"})
+        assert get(router["base"] + "/v1/models", {"Authorization": "Bearer wrong"})[0] == 401
+
+
+def test_an_unknown_model_gets_vllms_404_and_reaches_no_server(tmp_path):
+    with running_router(tmp_path, served=((MODEL,), (MOE,))) as router:
+        name = 'no-such "model" \\ x'
+        status, body = complete(router["url"], name, headers=AUTH)
+        assert status == 404
+        assert body == {"error": {"message": "The model `%s` does not exist." % name, "type": "NotFoundError",
+                                  "param": "model", "code": 404}}
+        # A name HAProxy cannot decode (a \\u escape) loses those characters in the message; the answer stays JSON.
+        status, body = complete(router["url"], "caf\u00e9-model", headers=AUTH)
+        assert status == 404 and body["error"]["message"].startswith("The model `caf")
+        # Without the key the router says 401 first, as vLLM does.
+        assert complete(router["url"], name) == (401, {"error": "Unauthorized"})
+        assert not router["fakes"][0].clients() and not router["fakes"][1].clients()
+
+
+def test_drain_of_a_server_takes_it_out_of_every_models_backend(tmp_path):
+    with running_router(tmp_path, served=((MODEL, MOE), (MODEL, MOE))) as router:
+        result = vr.router_server({"socket": router["sock"], "backend": "*", "server": "gpu-01", "state": "drain",
+                                   "wait": "idle", "timeout": 10})
+        assert result["changed"] and result["backends"] == ["vllm", "vllm_model_1"] and result["state"] == "drain"
+        before = len(router["fakes"][0].clients())
+        for _attempt in range(4):
+            assert complete(router["url"], MOE)[0] == 200
+            assert complete(router["url"], MODEL)[0] == 200
+        assert len(router["fakes"][0].clients()) == before
+        result = vr.router_server({"socket": router["sock"], "backend": "*", "server": "gpu-01", "state": "ready",
+                                   "wait": "up", "timeout": 10})
+        assert result["changed"] and result["state_before"] == "drain" and result["operational_state"] == "UP"
+
+
+def where_sessions_land(router, sessions, rounds=3):
+    """{session: set of server indexes} for ``rounds`` requests of each session."""
+    landed = {}
+    for _round in range(rounds):
+        for session in sessions:
+            mark = "%s-%d" % (session, len(landed.get(session, ())))
+            assert complete(router["url"], prompt=mark, headers={"X-Session-ID": session})[0] == 200
+    for index, fake in enumerate(router["fakes"]):
+        for request in fake.clients():
+            landed.setdefault(request[3]["x-session-id"], set()).add(index)
+    return landed
+
+
+def test_session_affinity_keeps_a_session_on_one_server_and_moves_few_when_one_leaves(tmp_path):
+    served = ((MODEL,), (MODEL,), (MODEL,))
+    with running_router(tmp_path, served=served, vllm_router_affinity="session") as router:
+        sessions = ["conversation-%d" % index for index in range(30)]
+        landed = where_sessions_land(router, sessions)
+        assert all(len(servers) == 1 for servers in landed.values()), landed
+        assert len({min(servers) for servers in landed.values()}) == 3, "sessions should spread over the servers"
+        home = dict((session, min(servers)) for session, servers in landed.items())
+        vr.router_server({"socket": router["sock"], "backend": "*", "server": "gpu-03", "state": "drain",
+                          "wait": "idle", "timeout": 10})
+        for fake in router["fakes"]:
+            fake.requests.clear()
+        moved = where_sessions_land(router, sessions, rounds=1)
+        # Consistent hashing: only the drained server's sessions move.
+        assert all(moved[session] == {home[session]} for session in sessions if home[session] != 2)
+        assert all(moved[session] != {2} for session in sessions)
+
+
+def test_prefix_affinity_sends_a_shared_prompt_start_to_one_server(tmp_path):
+    with running_router(tmp_path, vllm_router_affinity="prefix", vllm_router_prefix_bytes=64) as router:
+        systems = ["System prompt number %d: you are a careful assistant who answers briefly. " % index
+                   for index in range(12)]
+        # In a shuffled order: a balancer that ignored the prompt (round robin) must not pass by its rhythm.
+        sends = [(system, turn, kind) for system in systems for turn in range(3) for kind in ("prompt", "chat")]
+        random.Random(7).shuffle(sends)
+        for system, turn, kind in sends:
+            if kind == "prompt":
+                assert complete(router["url"], prompt=system + "question %d" % turn)[0] == 200
+                continue
+            body = {"model": MODEL, "max_tokens": 4,
+                    "messages": [{"role": "system", "content": system}, {"role": "user", "content": "q%d" % turn}]}
+            assert post(router["base"] + "/v1/chat/completions", body)[0] == 200
+        homes = {}
+        for index, fake in enumerate(router["fakes"]):
+            for request in fake.clients():
+                text = request[2].get("prompt") or request[2]["messages"][0]["content"]
+                homes.setdefault((text[:60], "prompt" in request[2]), set()).add(index)
+        assert all(len(servers) == 1 for servers in homes.values()), homes
+        assert {min(servers) for servers in homes.values()} == {0, 1}

@@ -259,3 +259,34 @@ def test_wait_up_is_not_a_drained_server_whose_check_passes():
     api.servers["gpu-01"].update(status="DRAIN", check="L7OK", admin=8)
     with pytest.raises(vr.RouterError, match=r"did not become UP .*status DRAIN, check L7OK"):
         vr.wait_for("/s", "vllm", "gpu-01", "up", 2, command=api, clock=clock, sleep=clock.sleep)
+
+
+# ---- every backend holding the server (the router's per-model backends) ---------------------------------------
+
+def test_every_backend_drain_sets_each_and_reports_them():
+    api = Api()
+    result = vr.router_server(params(backend=vr.ALL_BACKENDS), command=api)
+    assert result["changed"] and result["backends"] == ["vllm"] and result["state"] == "drain"
+    assert "set server vllm/gpu-01 state drain" in api.commands
+    again = vr.router_server(params(backend=vr.ALL_BACKENDS), command=api)
+    assert not again["changed"] and again["state_before"] == "drain"
+
+
+def test_every_backend_check_mode_predicts_and_sets_nothing():
+    api = Api()
+    result = vr.router_server(params(backend=vr.ALL_BACKENDS), check_mode=True, command=api)
+    assert result["changed"] and result["state"] == "drain"
+    assert not [command for command in api.commands if command.startswith("set server")]
+
+
+def test_every_backend_unknown_server_names_the_known_ones():
+    with pytest.raises(vr.RouterError, match=r"no backend of HAProxy at .* has a server 'gpu-09' \(servers: gpu-01, gpu-02\)"):
+        vr.router_server(params(backend=vr.ALL_BACKENDS, server="gpu-09"), command=Api())
+
+
+def test_summary_of_a_server_in_two_backends_takes_the_worst_state_and_sums_sessions():
+    up = {"admin_state": "ready", "operational_state": "UP", "current_sessions": 2, "check_status": "L7OK"}
+    down = dict(up, operational_state="DOWN", admin_state="drain", current_sessions=1, check_status="L7STS")
+    summary = vr._summary({"vllm": up, "vllm_model_1": down})
+    assert summary["operational_state"] == "DOWN" and summary["current_sessions"] == 3
+    assert summary["admin_state"] == "mixed"
