@@ -386,7 +386,8 @@ def test_an_unknown_model_gets_vllms_404_and_reaches_no_server(tmp_path):
         name = 'no-such "model" \\ x'
         status, body = complete(router["url"], name, headers=AUTH)
         assert status == 404
-        assert body == {"error": {"message": "The model `%s` does not exist." % name, "type": "NotFoundError",
+        message = "The model `%s` does not exist. Valid aliases: %s, %s." % (name, MODEL, MOE)
+        assert body == {"error": {"message": message, "type": "NotFoundError",
                                   "param": "model", "code": 404}}
         # A name HAProxy cannot decode (a \\u escape) loses those characters in the message; the answer stays JSON.
         status, body = complete(router["url"], "caf\u00e9-model", headers=AUTH)
