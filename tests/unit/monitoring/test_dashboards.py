@@ -40,6 +40,8 @@ VLLM_METRICS = {
     "vllm:inter_token_latency_seconds": "histogram",  # loggers.py: histogram_inter_token_latency (0.11 onwards)
     "vllm:e2e_request_latency_seconds": "histogram",  # loggers.py: histogram_e2e_time_request
     "vllm:request_queue_time_seconds": "histogram",  # loggers.py: histogram_queue_time_request
+    "vllm:prefix_cache_queries": "counter",  # loggers.py: counter_prefix_cache_queries (prompt tokens looked up)
+    "vllm:prefix_cache_hits": "counter",  # loggers.py: counter_prefix_cache_hits (of them, found)
     # Older releases (vLLM 0.10's v1/metrics/loggers.py, vllm-project/vllm commit 005a810): the deprecated
     # name of the KV usage and the histogram inter_token_latency replaced; rules/dashboards read them with `or`.
     "vllm:gpu_cache_usage_perc": "gauge",
@@ -246,6 +248,8 @@ def rig_series():
               _series("vllm:num_requests_running", engine, "2x60"), _series("vllm:num_requests_waiting", engine, "0x60"),
               _series("vllm:kv_cache_usage_perc", engine, "0.1x60"), _series("vllm:num_preemptions_total", engine, "0x60"),
               _series("vllm:prompt_tokens_total", engine, "0+50x60"), _series("vllm:generation_tokens_total", engine, "0+40x60"),
+              _series("vllm:prefix_cache_queries_total", engine, "0+50x60"),
+              _series("vllm:prefix_cache_hits_total", engine, "0+30x60"),
               _series("http_requests_total", dict(target, handler="/v1/completions", method="POST", status="2xx"), "0+2x60")]
     for reason in ("stop", "length", "abort", "error", "repetition"):
         series.append(_series("vllm:request_success_total", dict(engine, finished_reason=reason),
