@@ -135,6 +135,27 @@ options:
         description: The server's engine variables. Not part of the command line; accepted so that the whole value can be handed over.
         type: dict
         default: {}
+      lora_adapters:
+        description:
+          - LoRA adapters served beside the model - C(--enable-lora), C(--lora-modules name=path ...), C(--max-loras) (one
+            slot per adapter) and the smallest C(--max-lora-rank) vLLM allows that holds every rank.
+          - A name is letters, digits and C(.), C(_), C(:), C(/), C(@), C(+), C(-); a path is absolute, without spaces, C(=)
+            or C(,) (vLLM splits C(name=path) at the first C(=)); names are unique.
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          name:
+            description: The model name clients ask for.
+            type: str
+            required: true
+          path:
+            description: The adapter's directory.
+            type: str
+            required: true
+          rank:
+            description: The adapter's rank (C(r)).
+            type: int
       extra_args:
         description: Further arguments, appended last as given.
         type: list

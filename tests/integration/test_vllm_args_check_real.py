@@ -30,9 +30,14 @@ RECIPE = build_serve_args({"model": "/srv/models/tiny-qwen3-moe", "served_model_
                            "port": 8000, "serving": {"max_num_seqs": 8, "tool_call_parser": "hermes",
                                                      "enable_auto_tool_choice": True, "reasoning_parser": "qwen3",
                                                      "speculative": {"method": "mtp", "num_speculative_tokens": 1}}})
+LORA = build_serve_args({"model": "/srv/models/tiny-llama", "serving": {"lora_adapters": [
+    {"name": "tiny-lora", "path": "/srv/models/tiny-llama-lora", "rank": 8},
+    {"name": "org/tiny-lora-2", "path": "/srv/models/lora-2", "rank": 24}]}})
 # name -> the args after "vllm serve"
 CASES = {
     "recipe": RECIPE,
+    "lora": LORA,
+    "lora_rank_not_allowed": ["m", "--enable-lora", "--max-lora-rank", "24"],
     "misspelt_flag": ["m", "--max-num-seqz", "8"],
     "abbreviated_flag": ["m", "--max-num-seq", "8"],
     "unknown_tool_parser": ["m", "--tool-call-parser", "hermez", "--enable-auto-tool-choice"],
@@ -83,6 +88,26 @@ def test_the_recipe_is_accepted_with_its_flags_as_non_default(replies):
         "speculative_config": {"method": "mtp", "num_speculative_tokens": 1}}
     assert "port" not in non_default  # 8000 is vLLM's default
     assert "tensor_parallel_size" not in non_default
+
+
+def test_lora_adapters_are_read_as_vllm_reads_them(replies):
+    reply = replies["lora"]
+    assert reply["ok"] is True, reply["message"]
+    non_default = reply["non_default"]
+    assert non_default.get("enable_lora") is True
+    assert non_default.get("max_loras") == 2
+    # Ranks 8 and 24: 32 is the smallest rank vLLM allows that holds both (24 is not one of them, below).
+    assert non_default.get("max_lora_rank") == 32
+    # The checker reports vLLM's parsed LoRAModulePath objects as their repr.
+    assert non_default.get("lora_modules") == [
+        "LoRAModulePath(name='tiny-lora', path='/srv/models/tiny-llama-lora', base_model_name=None, is_3d_lora_weight=False)",
+        "LoRAModulePath(name='org/tiny-lora-2', path='/srv/models/lora-2', base_model_name=None, is_3d_lora_weight=False)"]
+
+
+def test_a_lora_rank_vllm_does_not_allow_is_refused(replies):
+    reply = replies["lora_rank_not_allowed"]
+    assert reply["ok"] is False
+    assert reply["message"].startswith("argument --max-lora-rank: invalid choice: 24")
 
 
 @pytest.mark.parametrize("case, message", [

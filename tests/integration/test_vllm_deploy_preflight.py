@@ -158,3 +158,22 @@ def test_the_entrys_slos_are_the_goodput_of_the_planned_and_swept_workload(tmp_p
     # ... and an entry with none keeps the inventory's.
     found = workloads(tmp_path, {}, inventory)
     assert found["planned"]["goodput"] == found["swept"]["goodput"] == {"e2el_ms": 99999.0}
+
+
+def test_lora_adapters_reach_the_planned_command_line_under_the_models_dir(tmp_path):
+    adapters = [{"name": "minimax-lora", "repo_id": "org/minimax-lora"},
+                {"name": "other", "repo_id": "org/other", "path": "/srv/adapters/other"}]
+    result, verdict = run_preflight(tmp_path, {"plan": "auto", "lora_adapters": adapters}, vllm_deploy_models_dir="/srv/m")
+    assert result.returncode == 0, result.stdout[-3000:]
+    argv = verdict["serve_argv"]
+    start = argv.index("--enable-lora")
+    # The ranks are read from each adapter_config.json once it is fetched: the planned line has vLLM's default.
+    assert argv[start:start + 6] == ["--enable-lora", "--lora-modules", "minimax-lora=/srv/m/org--minimax-lora",
+                                     "other=/srv/adapters/other", "--max-loras", "2"]
+    assert "--max-lora-rank" not in argv
+
+
+def test_a_lora_adapter_with_a_bad_repo_id_is_refused_naming_it(tmp_path):
+    result, _verdict = run_preflight(tmp_path, {"lora_adapters": [{"name": "x", "repo_id": "no-owner"}]})
+    assert result.returncode != 0
+    assert "vllm_deploy_models.minimax.lora_adapters[0].repo_id" in result.stdout and "owner/name" in result.stdout

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import is_finite_number
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import full_match, is_finite_number
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.state_record import read_record, write_record
 
 # What a server is: the model, its name and its listener, and the planner's parallelism arguments.
@@ -57,6 +57,7 @@ SERVING_SPEC = (
     ("chat_template", "str", ""),
     ("mm_encoder_tp_mode", "str", ""),
     ("all2all_backend", "str", ""),
+    ("lora_adapters", "list", []),
     ("env", "dict", {}),
     ("extra_args", "list", []),
 )
@@ -77,6 +78,8 @@ def serving_argument_spec() -> Dict[str, Dict[str, Any]]:
         if kind == "list":
             spec[name]["elements"] = "str"
     spec["max_num_batched_tokens"]["no_log"] = False
+    spec["lora_adapters"].update(elements="dict", options=dict(
+        name=dict(type="str", required=True), path=dict(type="str", required=True), rank=dict(type="int")))
     return spec
 
 
@@ -201,6 +204,59 @@ def _recipe_args(settings):
     return args
 
 
+# vLLM's LoRAConfig.max_lora_rank (vllm/config/lora.py MaxLoRARanks, 0.11-0.32): the rank the engine allots for
+# every adapter slot; an adapter of a larger rank fails to load.
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+# An adapter name: what clients send as "model" and the router routes by (vllm_router_layout's MODEL_PATTERN); no
+# '=' (vLLM splits name=path at the first one) and no ',' (an item holding one is read as JSON).
+LORA_NAME = r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*"
+LORA_PATH = r"/[^\s=,]*"
+
+
+def lora_rank_for(ranks: Sequence[int]) -> int:
+    """The smallest rank vLLM allows that holds every adapter's rank."""
+    largest = max(ranks)
+    for allowed in LORA_RANKS:
+        if allowed >= largest:
+            return allowed
+    raise ArgsBuildError("lora_adapters: a rank of %d is above vLLM's largest max_lora_rank (%d)" % (largest, LORA_RANKS[-1]))
+
+
+def _lora_adapter(index: int, adapter: Any) -> Dict[str, Any]:
+    """One adapter entry checked: name and absolute path matched whole, rank a whole number from 1 up."""
+    where = "lora_adapters[%d]" % index
+    if not isinstance(adapter, dict):
+        raise ArgsBuildError("%s: expected a dict with name, path and rank, got %r" % (where, adapter))
+    _check_known(where, adapter, ("name", "path", "rank"))
+    name, path = adapter.get("name"), adapter.get("path")
+    if not isinstance(name, str) or not full_match(LORA_NAME, name):
+        raise ArgsBuildError("%s.name: letters, digits and . _ : / @ + - (starting with a letter or digit), got %r" % (where, name))
+    if not isinstance(path, str) or not full_match(LORA_PATH, path):
+        raise ArgsBuildError("%s.path: an absolute directory without spaces, '=' or ',', got %r" % (where, path))
+    rank = adapter.get("rank")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 1):
+        raise ArgsBuildError("%s.rank: a whole number from 1 (the adapter's r), got %r" % (where, rank))
+    return {"name": name, "path": path, "rank": rank}
+
+
+def _lora_args(settings):
+    """--enable-lora with every adapter under one --lora-modules (name=path), as many slots as adapters
+    (--max-loras: a batch may mix them all) and the smallest --max-lora-rank vLLM allows that holds them."""
+    adapters = settings.get("lora_adapters") or []
+    if not isinstance(adapters, (list, tuple)):
+        raise ArgsBuildError("lora_adapters: expected a list of {name, path, rank}, got %r" % (adapters,))
+    checked = [_lora_adapter(index, adapter) for index, adapter in enumerate(adapters)]
+    names = [adapter["name"] for adapter in checked]
+    if len(set(names)) != len(names):
+        raise ArgsBuildError("lora_adapters: names must be unique, got %s" % ", ".join(names))
+    if not checked:
+        return []
+    args = ["--enable-lora", "--lora-modules"] + ["%s=%s" % (a["name"], a["path"]) for a in checked]
+    args += ["--max-loras", str(len(checked))]
+    ranks = [a["rank"] for a in checked if a["rank"] is not None]
+    return args + (["--max-lora-rank", str(lora_rank_for(ranks))] if ranks else [])
+
+
 def build_serve_args(settings: Mapping[str, Any]) -> List[str]:
     """The arguments after ``vllm serve`` for ``settings``: the IDENTITY keys (only ``model`` required) and
     ``serving``, a dict of SERVING fields (absent ones at their defaults). ArgsBuildError names an unknown key,
@@ -217,7 +273,7 @@ def build_serve_args(settings: Mapping[str, Any]) -> List[str]:
         args += [option, value] if value is not None else []
     plan_args = _strings(settings, "plan_args")
     args += plan_args if plan_args is not None else _parallel_args(serving)
-    args += _engine_args(serving) + _recipe_args(serving)
+    args += _engine_args(serving) + _recipe_args(serving) + _lora_args(serving)
     args += _strings(serving, "extra_args") or []
     bad = [arg for arg in args if any(char in arg for char in "\n\r\x00")]
     if bad:

@@ -324,3 +324,47 @@ def test_without_a_vllm_install_nothing_is_recorded(tmp_path):
     run_module_check(params, run, False, exists=lambda path: True)
     run_module_check(params, run, False, exists=lambda path: True)
     assert len(run.calls) == 2 and not (tmp_path / "unit.json").exists()
+
+
+# ---- LoRA adapters ------------------------------------------------------------------------------------------
+
+def lora_args(adapters, **serving):
+    return vllm_args.build_serve_args({"model": "/srv/m", "serving": dict(serving, lora_adapters=adapters)})[1:]
+
+
+def test_lora_adapters_one_flag_group_one_slot_each_and_the_rank_that_holds_them():
+    assert lora_args([{"name": "a", "path": "/srv/a", "rank": 8}, {"name": "org/b", "path": "/srv/b", "rank": 24}]) == [
+        "--enable-lora", "--lora-modules", "a=/srv/a", "org/b=/srv/b", "--max-loras", "2", "--max-lora-rank", "32"]
+
+
+def test_lora_without_ranks_leaves_vllms_default_rank_and_comes_before_extra_args():
+    assert lora_args([{"name": "a", "path": "/srv/a"}], max_num_seqs=4, extra_args=["--seed", "1"]) == [
+        "--max-num-seqs", "4", "--enable-lora", "--lora-modules", "a=/srv/a", "--max-loras", "1", "--seed", "1"]
+
+
+def test_no_adapters_no_lora_flags():
+    assert "--enable-lora" not in lora_args([])
+
+
+@pytest.mark.parametrize("ranks, rank", [([1], 1), ([2], 8), ([8, 16], 16), ([17], 32), ([300], 320), ([512], 512)])
+def test_the_rank_is_the_smallest_vllm_allows(ranks, rank):
+    assert vllm_args.lora_rank_for(ranks) == rank
+
+
+@pytest.mark.parametrize("adapters, message", [
+    ([{"name": "a=b", "path": "/srv/a"}], r"lora_adapters\[0\]\.name: letters"),
+    ([{"name": "a", "path": "relative/dir"}], r"lora_adapters\[0\]\.path: an absolute directory"),
+    ([{"name": "a", "path": "/srv/a,b"}], r"lora_adapters\[0\]\.path"),
+    ([{"name": "a", "path": "/srv/a b"}], r"lora_adapters\[0\]\.path"),
+    ([{"name": "a", "path": "/srv/a\n--api-key"}], r"lora_adapters\[0\]\.path"),
+    ([{"name": "a", "path": "/srv/a", "rank": 0}], r"lora_adapters\[0\]\.rank: a whole number from 1"),
+    ([{"name": "a", "path": "/srv/a", "rank": True}], r"lora_adapters\[0\]\.rank"),
+    ([{"name": "a", "path": "/srv/a", "rank": 1024}], r"above vLLM's largest max_lora_rank \(512\)"),
+    ([{"name": "a", "path": "/srv/a"}, {"name": "a", "path": "/srv/b"}], r"names must be unique"),
+    ([{"name": "a", "path": "/srv/a", "alpha": 16}], r"lora_adapters\[0\]: unknown keys alpha"),
+    (["a=/srv/a"], r"lora_adapters\[0\]: expected a dict"),
+    ({"name": "a"}, r"lora_adapters: expected a list"),
+])
+def test_a_bad_adapter_is_refused_naming_it(adapters, message):
+    with pytest.raises(vllm_args.ArgsBuildError, match=message):
+        lora_args(adapters)
