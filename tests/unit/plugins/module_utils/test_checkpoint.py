@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import random
 import shutil
 import stat
 import struct
@@ -655,6 +656,127 @@ def test_single_file_checkpoint(tmp_path):
     assert_only(result, "truncated", "model.safetensors")
 
 
+# --------------------------------------------------------------------------
+# A PEFT (LoRA) adapter: one adapter_model.safetensors, no index (issue 35)
+# --------------------------------------------------------------------------
+
+ADAPTER = "adapter_model.safetensors"
+
+
+def build_adapter(path, layers=2, hidden=128, q_out=128, v_out=64, r=8, seed=1234):
+    """Write a LoRA adapter as PEFT saves it into ``path``: ``adapter_config.json`` and ``adapter_model.safetensors``,
+    F32 tensors ``base_model.model.model.layers.<i>.self_attn.<q|v>_proj.lora_A.weight`` [r, hidden] and
+    ``.lora_B.weight`` [out, r] holding normal(0, 0.02) values from a seeded generator, written byte by byte in the
+    safetensors layout (tensors sorted by name, the header padded to 8 bytes, ``{"format": "pt"}`` metadata).
+    Returns the expected_files of both files (size and sha256)."""
+    path = str(path)
+    os.makedirs(path)
+    rng = random.Random(seed)
+    header = {"__metadata__": {"format": "pt"}}
+    chunks = []
+    offset = 0
+    shapes = {}
+    for layer in range(layers):
+        for module, out in (("q_proj", q_out), ("v_proj", v_out)):
+            prefix = "base_model.model.model.layers.%d.self_attn.%s" % (layer, module)
+            shapes[prefix + ".lora_A.weight"] = [r, hidden]
+            shapes[prefix + ".lora_B.weight"] = [out, r]
+    for name in sorted(shapes):
+        rows, cols = shapes[name]
+        data = struct.pack("<%df" % (rows * cols), *(rng.gauss(0.0, 0.02) for _value in range(rows * cols)))
+        header[name] = {"dtype": "F32", "shape": shapes[name], "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    weights = encode_header(header) + b"".join(chunks)
+    config = json.dumps({"base_model_name_or_path": "tiny-llama", "peft_type": "LORA", "r": r, "lora_alpha": 2 * r,
+                         "target_modules": ["q_proj", "v_proj"], "task_type": "CAUSAL_LM"}, indent=2).encode("utf-8")
+    write_file(os.path.join(path, ADAPTER), weights)
+    write_file(os.path.join(path, "adapter_config.json"), config)
+    return dict((name, {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+                for name, data in ((ADAPTER, weights), ("adapter_config.json", config)))
+
+
+def test_adapter_checkpoint_verifies(tmp_path):
+    adapter = tmp_path / "tiny-lora"
+    expected = build_adapter(adapter)
+    result = verify(adapter, expected_files=expected)
+    assert result["ok"], result["errors"]
+    assert result["index"] is None and result["expected"] == [ADAPTER] and result["present"] == [ADAPTER]
+    assert sorted(result["hashed"]) == ["adapter_config.json", ADAPTER]
+    assert result["sha256"][ADAPTER] == expected[ADAPTER]["sha256"] and result["bytes_total"] == expected[ADAPTER]["size"]
+    assert result["warnings"] == [] and result["unexpected"] == []
+    # No config.json, and no adapter_config.json either: the weights are what is verified.
+    os.unlink(str(adapter / "adapter_config.json"))
+    assert verify(adapter, expected_files={ADAPTER: expected[ADAPTER]})["ok"]
+
+
+def test_truncated_adapter_fails(tmp_path):
+    adapter = tmp_path / "tiny-lora"
+    expected = build_adapter(adapter)
+    truncate(str(adapter / ADAPTER), 1)
+    assert_only(verify(adapter), "truncated", ADAPTER)
+    # With the Hub's size known, the size is wrong too; and a file cut inside its header is refused as well.
+    result = verify(adapter, expected_files=expected)
+    assert problem_names(result, "truncated") == [ADAPTER] and problem_names(result, "size_mismatch") == [ADAPTER]
+    os.truncate(str(adapter / ADAPTER), 100)
+    result = verify(adapter, expected_files=expected)
+    assert not result["ok"] and ADAPTER in problem_names(result, "truncated") + problem_names(result, "corrupt")
+    assert "%s: " % ADAPTER in failure_message(result)
+
+
+def test_corrupt_adapter_fails(tmp_path):
+    adapter = tmp_path / "tiny-lora"
+    expected = build_adapter(adapter)
+    path = str(adapter / ADAPTER)
+    # Same size, flipped tensor bytes: only the Hub's sha256 can tell.
+    flip_bytes(path, middle_of_tensor(path))
+    assert verify(adapter, checksum="false")["ok"]
+    assert_only(verify(adapter, expected_files={ADAPTER: expected[ADAPTER]}), "checksum_mismatch", ADAPTER)
+    # A header that no longer parses, and a tensor whose shape disagrees with its bytes.
+    shutil.rmtree(str(adapter))
+    build_adapter(adapter)
+    garble_header_json(path)
+    assert_only(verify(adapter), "corrupt", ADAPTER)
+    shutil.rmtree(str(adapter))
+    build_adapter(adapter)
+    rewrite_header(path, lambda header: header["base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"]
+                   .update(shape=[8, 64]))
+    result = verify(adapter)
+    assert_only(result, "corrupt", ADAPTER)
+    assert result["corrupt"][0]["tensor"] == "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"
+
+
+def test_adapter_only_when_there_is_no_model_file(tmp_path):
+    adapter = tmp_path / "tiny-lora"
+    build_adapter(adapter)
+    assert verify(adapter)["expected"] == [ADAPTER]
+    # model.safetensors takes precedence: an adapter beside it is a stray file, as beside an index.
+    write_file(str(adapter / "model.safetensors"), encode_safetensors([("model.w.weight", "F32", [4, 4])]))
+    result = verify(adapter)
+    assert result["expected"] == ["model.safetensors"]
+    assert_only(result, "unexpected", ADAPTER)
+    assert verify(adapter, ignore_files=[ADAPTER])["ok"]
+    sharded = build_checkpoint(tmp_path / "sharded", shards=2)
+    shutil.copy2(str(adapter / ADAPTER), os.path.join(sharded.path, ADAPTER))
+    assert_only(verify(sharded.path), "unexpected", ADAPTER)
+    # A model.safetensors that is not a file (a dangling symlink) is not passed over for the adapter.
+    os.unlink(str(adapter / "model.safetensors"))
+    os.symlink("gone.safetensors", str(adapter / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="neither model.safetensors.index.json nor model.safetensors found"):
+        verify(adapter)
+
+
+def test_adapter_directory_without_its_weights_is_refused(tmp_path):
+    adapter = tmp_path / "tiny-lora"
+    build_adapter(adapter)
+    os.unlink(str(adapter / ADAPTER))
+    with pytest.raises(CheckpointError, match="nor a PEFT adapter's adapter_model.safetensors"):
+        verify(adapter)
+    os.mkdir(str(adapter / ADAPTER))
+    with pytest.raises(CheckpointError, match="nor a PEFT adapter's adapter_model.safetensors"):
+        verify(adapter)
+
+
 def test_expected_files_for_other_files(ckpt):
     config = os.path.join(ckpt.path, "config.json")
     write_file(config, b'{"model_type": "llama"}')
@@ -807,6 +929,30 @@ def test_rig_models_pass_with_their_manifest(tmp_path):
         assert result["warnings"] == []
         again = verify(model, expected_files=expected)
         assert again["ok"] and again["hashed"] == [] and len(again["from_cache"]) == len(expected)
+
+
+def test_rig_lora_adapter_passes_with_its_manifest_and_fails_truncated(tmp_path):
+    """The rig's tiny-llama-lora (rig/build_tiny_models.py, written by the safetensors library) verifies against its
+    MANIFEST.sha256, and a copy cut short by one byte fails, named."""
+    models = os.environ.get("GAUNTLET_MODELS")
+    if not models or not os.path.isdir(os.path.join(models or "", "tiny-llama-lora")):
+        pytest.fail("GAUNTLET_MODELS=%r holds no tiny-llama-lora: run the tests via scripts/test.sh (or source "
+                    "scripts/lib.sh after scripts/rig.sh), which builds the rig's tiny models and adapter" % (models,))
+    adapter = str(tmp_path / "tiny-llama-lora")
+    shutil.copytree(os.path.join(models, "tiny-llama-lora"), adapter)
+    expected = {}
+    with open(os.path.join(adapter, "MANIFEST.sha256")) as handle:
+        for line in handle:
+            digest, file_name = line.split()
+            expected[file_name] = {"sha256": digest, "size": os.path.getsize(os.path.join(adapter, file_name))}
+    assert sorted(expected) == ["adapter_config.json", ADAPTER]
+    result = verify(adapter, expected_files=expected)
+    assert result["ok"], result["errors"]
+    assert result["expected"] == [ADAPTER] and sorted(result["hashed"]) == sorted(expected) and result["warnings"] == []
+    truncate(os.path.join(adapter, ADAPTER), 1)
+    result = verify(adapter, expected_files=expected)
+    assert problem_names(result, "truncated") == [ADAPTER] and problem_names(result, "size_mismatch") == [ADAPTER]
+    assert "%s: truncated" % ADAPTER in failure_message(result)
 
 
 # --------------------------------------------------------------------------
