@@ -19,7 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from perf_points_eval import (  # noqa: E402  pylint: disable=wrong-import-position
-    band_errors, evaluate_points, h100_gpu_steps, h100_steps, h200_recordings, h200_waves, reference_box, serve_recordings)
+    EXPERIMENT_RECORDINGS, band_errors, evaluate_points, h100_gpu_steps, h100_steps, h200_recordings, h200_waves,
+    reference_box, serve_recordings)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_error_bands import bands_from_errors  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -139,6 +140,26 @@ def print_serve(rows):
     print()
 
 
+def print_async_experiment(default_rows, sync_rows):
+    """The open loop with and without async scheduling, measured and predicted, model by model and level by level."""
+    if not sync_rows:
+        return
+    print("H100 serving, the same sweep with --no-async-scheduling (an experiment, left out of the bands): open-loop "
+          "TTFT and TPOT p50, async (vLLM's default) against sync, measured and predicted")
+    default = dict(((r["model"], r["level"], r["figure"]), r) for r in default_rows if r["loop"] == "open")
+    for row in sync_rows:
+        if row["loop"] != "open" or not row["figure"].endswith("median"):
+            continue
+        base = default.get((row["model"][:-len("_sync")], row["level"], row["figure"]))
+        if base is None:
+            continue
+        print("%-22s %-16s %-16s async measured %8.1f predicted %8.1f (%+6.1f %%)   sync measured %8.1f predicted "
+              "%8.1f (%+6.1f %%)" % (row["model"][:-len("_sync")], row["level"], row["figure"], base["measured"],
+                                    base["predicted"], base["error_pct"], row["measured"], row["predicted"],
+                                    row["error_pct"]))
+    print()
+
+
 def print_bands(errors):
     print("Error bands (vllm_error_bands.ERROR_BANDS): %d validation errors, left out of every fit; pct is the 80th "
           "percentile of |error|" % len(errors))
@@ -197,6 +218,7 @@ def main():
     print_h200_waves(waves)
     print_serve(serving)
     print_serve_calibrated(serve_recordings(calibrated=True))
+    print_async_experiment(serving, serve_recordings(recordings=EXPERIMENT_RECORDINGS))
     print_bands(band_errors(serving, waves))
     print_reference_box()
 
