@@ -24,18 +24,25 @@ def one_request(url, key, model, max_tokens, timeout):
         with urllib.request.urlopen(request, timeout=timeout) as response:
             reply = json.loads(response.read())
             ok = response.status == 200 and reply.get("usage", {}).get("completion_tokens") == max_tokens
-            return {"ok": ok, "status": response.status, "error": None if ok else "short answer: %s" % reply.get("usage"),
+            # The router sent it to a server of that model: vLLM answers with the name it was asked for.
+            ok = ok and reply.get("model") == model
+            return {"ok": ok, "status": response.status, "model": model,
+                    "error": None if ok else "short or misrouted answer: %s %s" % (reply.get("model"), reply.get("usage")),
                     "latency_s": time.time() - started, "ended": time.time()}
     except urllib.error.HTTPError as exc:
-        return {"ok": False, "status": exc.code, "error": exc.read()[:200].decode("utf-8", "replace"),
+        return {"ok": False, "status": exc.code, "model": model, "error": exc.read()[:200].decode("utf-8", "replace"),
                 "latency_s": time.time() - started, "ended": time.time()}
     except Exception as exc:  # every failure a client would see counts
-        return {"ok": False, "status": None, "error": repr(exc)[:200], "latency_s": time.time() - started, "ended": time.time()}
+        return {"ok": False, "status": None, "model": model, "error": repr(exc)[:200], "latency_s": time.time() - started,
+                "ended": time.time()}
 
 
-def worker(args, key, results, lock):
+def worker(args, key, results, lock, first):
+    turn = first
     while not os.path.exists(args.stop_file):
-        outcome = one_request(args.url, key, args.model, args.max_tokens, args.timeout)
+        # The models in turn (a base model and its LoRA adapter, say): a rollout must fail none of them.
+        outcome = one_request(args.url, key, args.model[turn % len(args.model)], args.max_tokens, args.timeout)
+        turn += 1
         with lock:
             results.append(outcome)
             progress = {"sent": len(results), "ok": len([r for r in results if r["ok"]])}
@@ -50,7 +57,7 @@ def worker(args, key, results, lock):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
-    parser.add_argument("--model", required=True)
+    parser.add_argument("--model", required=True, action="append", help="a model to ask for; repeat for several")
     parser.add_argument("--key-file", required=True)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=8)
@@ -62,7 +69,7 @@ def main():
     with open(args.key_file) as handle:
         key = handle.read().strip()
     results, lock, started = [], threading.Lock(), time.time()
-    threads = [threading.Thread(target=worker, args=(args, key, results, lock)) for _worker in range(args.workers)]
+    threads = [threading.Thread(target=worker, args=(args, key, results, lock, index)) for index in range(args.workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -71,6 +78,8 @@ def main():
     latencies = sorted(r["latency_s"] for r in results if r["ok"])
     summary = {"sent": len(results), "ok": len(results) - len(failed), "failed": len(failed),
                "first_failures": failed[:10], "seconds": round(time.time() - started, 1),
+               "by_model": dict((model, {"sent": len([r for r in results if r["model"] == model]),
+                                         "failed": len([r for r in failed if r["model"] == model])}) for model in args.model),
                "latency_p50_s": round(latencies[len(latencies) // 2], 3) if latencies else None,
                "latency_max_s": round(latencies[-1], 3) if latencies else None}
     with open(args.out + ".tmp", "w") as handle:
