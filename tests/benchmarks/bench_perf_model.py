@@ -153,10 +153,10 @@ def print_async_experiment(default_rows, sync_rows):
         base = default.get((row["model"][:-len("_sync")], row["level"], row["figure"]))
         if base is None:
             continue
+        values = (row["model"][:-len("_sync")], row["level"], row["figure"], base["measured"], base["predicted"],
+                  base["error_pct"], row["measured"], row["predicted"], row["error_pct"])
         print("%-22s %-16s %-16s async measured %8.1f predicted %8.1f (%+6.1f %%)   sync measured %8.1f predicted "
-              "%8.1f (%+6.1f %%)" % (row["model"][:-len("_sync")], row["level"], row["figure"], base["measured"],
-                                    base["predicted"], base["error_pct"], row["measured"], row["predicted"],
-                                    row["error_pct"]))
+              "%8.1f (%+6.1f %%)" % values)
     print()
 
 
