@@ -37,9 +37,9 @@ PLAYBOOK = """
 """
 
 
-def run_preflight(tmp_path, entry=None, **extra):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAYBOOK)
+def run_preflight(tmp_path, entry=None, playbook=PLAYBOOK, **extra):
+    text, playbook = playbook, tmp_path / "play.yml"
+    playbook.write_text(text)
     # The catalogue; the planner reads the model's config.json from the controller copy (source_dir).
     minimax = dict({"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX, "max_model_len": 32768}, **(entry or {}))
     extra_vars = dict({"vllm_deploy_models": {"minimax": minimax}}, **extra)
@@ -179,36 +179,17 @@ def test_a_lora_adapter_with_a_bad_repo_id_is_refused_naming_it(tmp_path):
     assert "vllm_deploy_models.minimax.lora_adapters[0].repo_id" in result.stdout and "owner/name" in result.stdout
 
 
-STALE_ADAPTERS_PLAYBOOK = """
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    # What install.yml leaves behind after an earlier entry with an adapter (a gauntlet's candidate before this one).
+# PLAYBOOK with, before the plan, what install.yml leaves behind after an earlier entry with an adapter (a gauntlet's
+# candidate before this one).
+STALE_ADAPTERS_PLAYBOOK = PLAYBOOK.replace("  tasks:\n", """  tasks:
     - name: An earlier entry's adapters, with their ranks
       ansible.builtin.set_fact:
         __vllm_deploy_lora_adapters: [{name: stale, path: /srv/m/org--stale, rank: 8}]
-    - name: Plan an entry without adapters in the same play
-      ansible.builtin.include_role:
-        name: gauntlet.vllm.vllm_deploy
-        tasks_from: plan
-      vars:
-        vllm_deploy_model: minimax
-        vllm_deploy_vllm_version: "0.28.0"
-        vllm_deploy_gpus: 8
-        vllm_deploy_gpu_memory_gib: 95.6
-        vllm_deploy_allreduce_probe: false
-    - name: Show the verdict
-      ansible.builtin.debug:
-        msg: "VERDICT={{ vllm_deploy_plan_verdict | to_json }}"
-"""
+""", 1)
 
 
 def test_an_earlier_entrys_adapters_never_reach_the_next_entrys_command_line(tmp_path):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(STALE_ADAPTERS_PLAYBOOK)
-    minimax = {"repo_id": "MiniMaxAI/MiniMax-M2.5", "source_dir": MINIMAX, "max_model_len": 32768}
-    result = run_playbook([playbook, "-e", json.dumps({"vllm_deploy_models": {"minimax": minimax}})], json_results=True)
+    result, verdict = run_preflight(tmp_path, playbook=STALE_ADAPTERS_PLAYBOOK)
     assert result.returncode == 0, result.stdout[-3000:]
-    argv = printed_json(result.stdout, "VERDICT")["serve_argv"]
+    argv = verdict["serve_argv"]
     assert "--enable-lora" not in argv and not [arg for arg in argv if "stale" in arg], argv

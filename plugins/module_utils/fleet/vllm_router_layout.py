@@ -24,13 +24,14 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import full_match, short_text
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import SERVED_NAME_PATTERN
 
 DEFAULT_BACKEND = "vllm"
 MODEL_BACKEND_PREFIX = "vllm_model_"
 # A model name as the router writes it: into a map file (whitespace separates key and value, '#' starts a comment),
 # into a health check's body between single quotes, and into HAProxy log-format strings ('%' and '"' would be read).
-# Hub ids (org/name), served names and adapter names fit.
-MODEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*"
+# Hub ids (org/name), served names and adapter names fit: the one pattern vllm_args checks adapter names with.
+MODEL_PATTERN = SERVED_NAME_PATTERN
 MAX_MODEL_CHARS = 256
 
 

@@ -207,9 +207,10 @@ def _recipe_args(settings):
 # vLLM's LoRAConfig.max_lora_rank (vllm/config/lora.py MaxLoRARanks, 0.11-0.32): the rank the engine allots for
 # every adapter slot; an adapter of a larger rank fails to load.
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
-# An adapter name: what clients send as "model" and the router routes by (vllm_router_layout's MODEL_PATTERN); no
-# '=' (vLLM splits name=path at the first one) and no ',' (an item holding one is read as JSON).
-LORA_NAME = r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*"
+# A name clients send as "model", a served model's or an adapter's, and the router routes by (vllm_router_layout
+# takes it from here): no '=' (vLLM splits an adapter's name=path at the first one), no ',' (an item holding one is
+# read as JSON), nothing an HAProxy map file or log-format string would read.
+SERVED_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*"
 LORA_PATH = r"/[^\s=,]*"
 
 
@@ -229,7 +230,7 @@ def _lora_adapter(index: int, adapter: Any) -> Dict[str, Any]:
         raise ArgsBuildError("%s: expected a dict with name, path and rank, got %r" % (where, adapter))
     _check_known(where, adapter, ("name", "path", "rank"))
     name, path = adapter.get("name"), adapter.get("path")
-    if not isinstance(name, str) or not full_match(LORA_NAME, name):
+    if not isinstance(name, str) or not full_match(SERVED_NAME_PATTERN, name):
         raise ArgsBuildError("%s.name: letters, digits and . _ : / @ + - (starting with a letter or digit), got %r" % (where, name))
     if not isinstance(path, str) or not full_match(LORA_PATH, path):
         raise ArgsBuildError("%s.path: an absolute directory without spaces, '=' or ',', got %r" % (where, path))
