@@ -131,6 +131,10 @@ options:
         description: C(--all2all-backend).
         type: str
         default: ""
+      sleep_mode:
+        description: C(--enable-sleep-mode) (the server also needs C(VLLM_SERVER_DEV_MODE=1) in its environment).
+        type: bool
+        default: false
       env:
         description: The server's engine variables. Not part of the command line; accepted so that the whole value can be handed over.
         type: dict

@@ -37,6 +37,14 @@ options:
   port:
     description: Port the unit about to start will listen on; units on the same port conflict too.
     type: int
+  side_by_side:
+    description:
+      - Units served beside O(name) on purpose (catalogue entries a host keeps resident together): sharing GPUs with
+        them is no conflict; listening on O(port) still is.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
 extends_documentation_fragment:
   # First, so its support levels win over the generic fragment's placeholders.
   - gauntlet.vllm.attributes
@@ -159,6 +167,7 @@ def main():
             name=dict(type="str"),
             devices=dict(type="list", elements="str", default=[]),
             port=dict(type="int"),
+            side_by_side=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -168,7 +177,7 @@ def main():
     except UnitsError as exc:
         module.fail_json(msg=str(exc))
     conflicts = find_conflicts(units, module.params["name"], parse_devices(module.params["devices"]),
-                               module.params["port"])
+                               module.params["port"], side_by_side=module.params["side_by_side"])
     module.exit_json(changed=False, units=units, conflicts=conflicts)
 
 

@@ -78,6 +78,11 @@ CASES = {
     "tool_parser_without_auto_choice": {"vllm_service_serving": {"tool_call_parser": "hermes"}},
     "root_user": {"vllm_service_user": "root", "vllm_service_read_write_paths": ["-/srv/vllm-scratch"],
                   "vllm_service_environment": {"TRITON_CACHE_DIR": "/scratch/triton"}},
+    # vLLM's sleep mode opens development endpoints that take no key: loopback, or the network's word for it.
+    "sleep_mode_loopback": {"vllm_service_serving": {"sleep_mode": True}},
+    "sleep_mode_on_the_network": {"vllm_service_api_key": API_KEY, "vllm_service_serving": {"sleep_mode": True}},
+    "sleep_mode_network_trusted": {"vllm_service_api_key": API_KEY, "vllm_service_serving": {"sleep_mode": True},
+                                   "vllm_service_dev_endpoints_reachable": True},
     "ray_head": dict(RAY_NODE, vllm_service_node_rank=0, vllm_service_node_address="10.0.0.10"),
     "ray_worker_refused": dict(RAY_NODE, vllm_service_node_rank=1, vllm_service_node_address="10.0.0.11"),
     "ray_without_address": dict(RAY_NODE, vllm_service_node_rank=0, vllm_service_node_address="10.0.0.10",
@@ -361,3 +366,20 @@ def test_a_ray_plan_is_refused_on_a_worker_and_without_the_clusters_address(play
     message = " ".join(outcome["msg"].split())
     for word in words:
         assert word in message, message
+
+
+@pytest.mark.parametrize("case", ["sleep_mode_loopback", "sleep_mode_network_trusted"])
+def test_sleep_mode_flags_the_server_and_opens_its_dev_endpoints(played, case):
+    outcomes, out, dummy = played
+    assert outcomes[case]["ok"] is True, outcomes[case]
+    assert "--enable-sleep-mode" in outcomes[case]["args"]
+    assert 'Environment="VLLM_SERVER_DEV_MODE=1"' in (out / ("%s.service" % case)).read_text()
+    # Without sleep mode the development endpoints stay closed.
+    assert "VLLM_SERVER_DEV_MODE" not in (out / "loopback_default.service").read_text()
+
+
+def test_sleep_mode_beyond_loopback_is_refused_without_the_networks_word(played):
+    outcome = played[0]["sleep_mode_on_the_network"]
+    assert outcome["ok"] is False
+    assert "vllm_service_dev_endpoints_reachable" in outcome["msg"] and "0.0.0.0" in outcome["msg"]
+    assert not (played[1] / "sleep_mode_on_the_network.service").exists()

@@ -68,6 +68,15 @@ def _model_order(default_model, servers_by_model):
     return [default_model] + sorted(model for model in servers_by_model if model != default_model)
 
 
+def router_server_name(host, key, host_entries):
+    """The router's server for catalogue entry ``key`` on ``host``: the host's own name for its first (or only) entry,
+    ``<host>:<key>`` for the others it serves side by side (``vllm_deploy_host_entries``), so that draining one entry's
+    server leaves the others' serving. ':' is an HAProxy identifier character no inventory host name holds."""
+    if not host_entries or key not in host_entries or host_entries[0] == key:
+        return host
+    return "%s:%s" % (host, key)
+
+
 def backend_name(position):
     return DEFAULT_BACKEND if position == 0 else "%s%d" % (MODEL_BACKEND_PREFIX, position)
 

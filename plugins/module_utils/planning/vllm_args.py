@@ -57,6 +57,7 @@ SERVING_SPEC = (
     ("chat_template", "str", ""),
     ("mm_encoder_tp_mode", "str", ""),
     ("all2all_backend", "str", ""),
+    ("sleep_mode", "bool", False),
     ("lora_adapters", "list", []),
     ("env", "dict", {}),
     ("extra_args", "list", []),
@@ -172,7 +173,8 @@ def _parallel_args(settings):
 
 
 def _engine_args(settings):
-    """--max-model-len, --gpu-memory-utilization, --kv-cache-dtype, --trust-remote-code, --speculative-config."""
+    """--max-model-len, --gpu-memory-utilization, --kv-cache-dtype, --trust-remote-code, --enable-sleep-mode,
+    --speculative-config."""
     args = []
     for name, option, kind in (("max_model_len", "--max-model-len", int),
                                ("gpu_memory_utilization", "--gpu-memory-utilization", float)):
@@ -181,6 +183,8 @@ def _engine_args(settings):
     dtype = _text(settings, "kv_cache_dtype")
     args += ["--kv-cache-dtype", dtype] if dtype and dtype != "auto" else []
     args += ["--trust-remote-code"] if _flag(settings, "trust_remote_code") else []
+    # The unit also needs VLLM_SERVER_DEV_MODE=1 for vLLM to open /sleep and /wake_up (vllm_service sets it).
+    args += ["--enable-sleep-mode"] if _flag(settings, "sleep_mode") else []
     speculative = settings.get("speculative") or {}
     if not isinstance(speculative, dict):
         raise ArgsBuildError("speculative: expected a dict, got %r" % (speculative,))

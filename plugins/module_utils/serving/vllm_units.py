@@ -183,18 +183,20 @@ def describe_unit(props):
     }
 
 
-def find_conflicts(units, name, devices, port):
+def find_conflicts(units, name, devices, port, side_by_side=()):
     """The units that must stop and be disabled before ``name`` can start.
 
     A unit conflicts when it runs or would start at boot, and shares a GPU with ``devices`` or
-    listens on ``port``. ``name`` itself is never a conflict.
+    listens on ``port``. ``name`` itself is never a conflict. The units of ``side_by_side`` are served beside
+    ``name`` on purpose (models kept resident together, each sized to leave room for the others): sharing GPUs
+    with them is no conflict, though their port still is (two servers cannot listen on one).
     """
     conflicts = []
     for unit in units:
         if unit["name"] == name or not (unit["running"] or unit["enabled"]):
             continue
         reasons = []
-        if devices_overlap(unit["devices"], devices):
+        if unit["name"] not in side_by_side and devices_overlap(unit["devices"], devices):
             if unit["devices"] == ALL_DEVICES or devices == ALL_DEVICES:
                 reasons.append("shares GPUs (one of the two units sees every GPU)")
             else:

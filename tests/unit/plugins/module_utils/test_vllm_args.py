@@ -368,3 +368,10 @@ def test_the_rank_is_the_smallest_vllm_allows(ranks, rank):
 def test_a_bad_adapter_is_refused_naming_it(adapters, message):
     with pytest.raises(vllm_args.ArgsBuildError, match=message):
         lora_args(adapters)
+
+
+def test_sleep_mode_is_one_flag_and_off_by_default():
+    build = vllm_args.build_serve_args
+    assert "--enable-sleep-mode" in build({"model": "/srv/m", "serving": {"sleep_mode": True}})
+    assert "--enable-sleep-mode" not in build({"model": "/srv/m", "serving": {}})
+

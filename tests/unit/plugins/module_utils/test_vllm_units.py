@@ -145,6 +145,16 @@ def test_every_unit_conflicts_on_a_gpu_less_host():
     assert [item["name"] for item in conflicts] == ["vllm-tiny-llama.service"]
 
 
+def test_units_served_side_by_side_share_gpus_but_not_a_port():
+    units = [_unit("vllm-tiny-llama.service", "all", 8000), _unit("vllm-other.service", "all", 8002),
+             _unit("vllm-same-port.service", "all", 8001)]
+    conflicts = vllm_units.find_conflicts(units, "vllm-tiny-qwen3-moe.service", "all", 8001,
+                                          side_by_side=["vllm-tiny-llama.service", "vllm-same-port.service"])
+    # The side-by-side unit on its own port stays; an unlisted unit sharing the GPUs and a listed one on the port go.
+    assert [item["name"] for item in conflicts] == ["vllm-other.service", "vllm-same-port.service"]
+    assert conflicts[1]["reasons"] == ["listens on port 8001"]
+
+
 def test_load_phase_follows_the_journal():
     lines = [
         "(APIServer pid=1) INFO [api_utils.py:286] non-default args: {'model': '/m'}",
