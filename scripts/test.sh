@@ -80,12 +80,14 @@ stage_bench() {
 # not change at 23% of its baseline (a neighbour's sweep landed on the gate's), which the gate rightly fails.
 # GAUNTLET_MOLECULE_LANES: phases separated by '|', lanes by ':', scenarios by spaces ("a b|c" runs a then b,
 # then c: no lanes). A scenario no lane names joins the first lane, so a new scenario always runs.
-# The two lanes hold about the same minutes (in lanes, the last clean CI here, 2026-12-05, 2475 s in all:
-# vllm_service 701 and deploy 478 s; gauntlet 669 and multinode 556 s; then the fleet 877 s). model_fetch (86 s)
-# runs beside the fleet: it starts no vLLM server and is done long before the fleet's first rollout and gate sweep.
-# It slowed the fleet's prepare by about 30 s there (3:16 against 2:42 alone); in the first lane it would make that
-# lane the longer.
-GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-vllm_service deploy:gauntlet multinode|fleet:model_fetch}"
+# The two lanes hold about the same minutes (CI on a clean clone of 475e64e, 2026-12-06, in lanes: vllm_service 729,
+# gauntlet 810, deploy 464, multinode 517 s; then the fleet 940 s): vllm_service with multinode (1246 s) beside
+# gauntlet with deploy (1274 s), where the pairs vllm_service+deploy (1193 s) and gauntlet+multinode (1327 s) left one
+# lane idle for over two minutes. The fleet, its servers' engines in one process each since 2026-12-06
+# (inventory/embedded/group_vars/vllm_rig_fleet.yml), took 589 s alone. model_fetch (81 s) runs beside the fleet: it
+# starts no vLLM server and is done long before the fleet's first rollout and gate sweep. It slowed the fleet's
+# prepare by about 30 s there (3:16 against 2:42 alone); in the first phase it would make a lane the longer.
+GAUNTLET_MOLECULE_LANES="${GAUNTLET_MOLECULE_LANES:-vllm_service multinode:gauntlet deploy|fleet:model_fetch}"
 
 run_scenario() {  # run_scenario NAME: molecule test into NAME's log, then print the log whole and its time
   local scenario=$1 started result=PASS took
