@@ -93,7 +93,7 @@ def short(fields):
 def sh(argv):
     try:
         return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
-                              universal_newlines=True).stdout.strip()
+                              universal_newlines=True, check=False).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
         return "failed: %s" % exc
 
@@ -348,7 +348,7 @@ def table(record):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("model_dir")
     parser.add_argument("out_json")
     parser.add_argument("deadline_s", type=float)

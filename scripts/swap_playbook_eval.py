@@ -209,8 +209,8 @@ def summarize(answer):
 
 
 def item_fields(result):
-    fields = {key: result.get(key) for key in ("item", "changed", "failed", "skipped", "was_sleeping", "is_sleeping",
-                                                "seconds", "completion", "msg") if key in result}
+    keys = ("item", "changed", "failed", "skipped", "was_sleeping", "is_sleeping", "seconds", "completion", "msg")
+    fields = {key: result.get(key) for key in keys if key in result}
     return fields
 
 
@@ -222,7 +222,7 @@ def play(run, options, env, inventory_path, label, swap_to, check):
     started = time.monotonic()
     try:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env,
-                              timeout=max(10, min(PLAYBOOK_TIMEOUT, run.left() - 20)))
+                              timeout=max(10, min(PLAYBOOK_TIMEOUT, run.left() - 20)), check=False)
         entry["rc"], stdout, stderr = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:
         entry["rc"], stdout, stderr = "timeout", exc.stdout or "", exc.stderr or ""
@@ -338,7 +338,7 @@ def table(record):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("model_dir")
     parser.add_argument("out_json")
     parser.add_argument("deadline_s", type=float)

@@ -39,7 +39,7 @@ options:
     type: int
   side_by_side:
     description:
-      - Units served beside O(name) on purpose (catalogue entries a host keeps resident together): sharing GPUs with
+      - Units served beside O(name) on purpose (catalogue entries a host keeps resident together). Sharing GPUs with
         them is no conflict; listening on O(port) still is.
     type: list
     elements: str

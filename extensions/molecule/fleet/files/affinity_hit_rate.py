@@ -46,7 +46,7 @@ def summed_counters(servers):
 
 
 def text(rng, words):
-    return " ".join(rng.choice(WORDS) for _ in range(words))
+    return " ".join(rng.choice(WORDS) for _word in range(words))
 
 
 def complete(args, key, prompt, session):

@@ -374,4 +374,3 @@ def test_sleep_mode_is_one_flag_and_off_by_default():
     build = vllm_args.build_serve_args
     assert "--enable-sleep-mode" in build({"model": "/srv/m", "serving": {"sleep_mode": True}})
     assert "--enable-sleep-mode" not in build({"model": "/srv/m", "serving": {}})
-

@@ -178,10 +178,10 @@ def test_a_closed_port_ends_the_completion_wait_at_its_timeout_naming_the_url():
 
 
 @pytest.mark.parametrize("call, method, route", [
-    (lambda url: vllm_sleep.is_sleeping(url), "GET", "/is_sleeping"),
+    (vllm_sleep.is_sleeping, "GET", "/is_sleeping"),
     (lambda url: vllm_sleep.sleep(url, 2), "POST", "/sleep?level=2"),
     (lambda url: vllm_sleep.wake_up(url, ["weights"]), "POST", "/wake_up?tags=weights"),
-    (lambda url: vllm_sleep.sleep_mode_enabled(url), "GET", "/server_info?config_format=json"),
+    (vllm_sleep.sleep_mode_enabled, "GET", "/server_info?config_format=json"),
 ])
 def test_a_server_without_the_sleep_routes_gets_the_dev_mode_advice(call, method, route):
     with answering(404) as (url, paths):
