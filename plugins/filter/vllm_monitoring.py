@@ -6,8 +6,8 @@
 gauntlet.vllm.vllm_service_info's ``units``), the file_sd files of the monitoring host, and the throughput
 baselines' textfile.
 
-Their documentation is in vllm_scrape_targets.yml, vllm_file_sd.yml and vllm_baseline_textfile.yml next to this
-file. Every input that ends up in a file is checked here, and a bad one fails naming the unit, host or field: a
+Their documentation is in vllm_scrape_targets.yml, vllm_file_sd.yml, vllm_router_file_sd.yml and
+vllm_baseline_textfile.yml next to this file. Every input that ends up in a file is checked here, and a bad one fails naming the unit, host or field: a
 target, file or sample that would be wrong is never written.
 """
 
@@ -205,6 +205,46 @@ def vllm_file_sd(reports):
     return files
 
 
+# ---- the routers' file_sd files -------------------------------------------------------------------------------
+
+ROUTER_JOBS = (("router", "metrics_url"), ("router_backends", "backends_metrics_url"))
+
+
+def _router_target(router, key, url):
+    """(address:port, path) of one of a router's metrics URLs; a URL Prometheus cannot scrape fails naming it."""
+    url = _one_line(url, "vllm_router_file_sd: router %s: %s" % (router, key))
+    found = re.match(r"^http://([^/?#]+)(/[^?#]*)$", url or "")
+    if not found or not full_match(ADDRESS, found.group(1).rsplit(":", 1)[0]) or not re.search(r":[0-9]+$", found.group(1)):
+        _fail("vllm_router_file_sd: router %s: %s must be an http://address:port/path URL (vllm_router_report's), got %s",
+              router, key, _shown(url))
+    return found.group(1), found.group(2)
+
+
+def vllm_router_file_sd(routers):
+    """[{router, job, file, groups}]: for each router (vllm_monitoring_router_targets), HAProxy's exporter (job router)
+    and the router's model-per-backend info series (job router_backends), each a target labelled router=<name> whose
+    path (__metrics_path__) is the router's own."""
+    if not isinstance(routers, list):
+        _fail("vllm_monitoring_router_targets must be a list of {router, metrics_url, backends_metrics_url}, got %s",
+              _shown(routers))
+    files, owners = [], {}
+    for index, entry in enumerate(routers):
+        router = entry.get("router") if isinstance(entry, dict) else None
+        if not isinstance(router, str) or not router:
+            _fail("vllm_monitoring_router_targets[%d] has no router name (key router): %s", index, _shown(entry))
+        _one_line(router, "vllm_monitoring_router_targets[%d].router" % index)
+        safe = _file_sd_safe(router)
+        if safe in owners:
+            _fail("vllm_monitoring_router_targets: routers %s and %s map to the same file_sd file (router-%s.json)",
+                  _shown(owners[safe]), _shown(router), safe)
+        owners[safe] = router
+        for job, key in ROUTER_JOBS:
+            target, path = _router_target(router, key, entry.get(key))
+            files.append({"router": router, "job": job, "file": "%s-%s.json" % (job, safe),
+                          "groups": [{"targets": [target], "labels": {"router": router, "__metrics_path__": path}}]})
+    return files
+
+
 # ---- the throughput baselines' textfile ------------------------------------------------------------------------
 
 def _checked_baseline(entry, index):
@@ -262,4 +302,4 @@ def vllm_baseline_textfile(baselines):
 class FilterModule(object):
     def filters(self):
         return {"vllm_scrape_targets": vllm_scrape_targets, "vllm_file_sd": vllm_file_sd,
-                "vllm_baseline_textfile": vllm_baseline_textfile}
+                "vllm_router_file_sd": vllm_router_file_sd, "vllm_baseline_textfile": vllm_baseline_textfile}

@@ -5,9 +5,10 @@
 
 Reads the dashboard JSON files (default: roles/vllm_monitoring/files/dashboards/*.json), substitutes
 Grafana's variables and prints a JSON list on stdout, one entry per expression:
-``{"dashboard": uid, "panel": title, "expr": PromQL, "needs_gpu": bool}``. ``needs_gpu`` is true when the
-expression reads only GPU series (``gauntlet_gpu_*`` from the NVML textfile collector, ``DCGM_*`` from
-NVIDIA's DCGM exporter): a host without a GPU has none of them. The query of each template variable
+``{"dashboard": uid, "panel": title, "expr": PromQL, "needs_gpu": bool, "needs_router": bool}``. ``needs_gpu`` is
+true when the expression reads only GPU series (``gauntlet_gpu_*`` from the NVML textfile collector, ``DCGM_*`` from
+NVIDIA's DCGM exporter): a host without a GPU has none of them. ``needs_router`` is true when it reads only a
+router's series (``haproxy_*``, ``gauntlet_router_*``): a monitoring host without a router has none. The query of each template variable
 (``label_values(<query>, label)``) is listed too, as panel ``variable <name>``.
 
 Substitutions: ``$datasource`` only ever names the panel's data source and is dropped; ``$host`` and
@@ -33,6 +34,7 @@ import sys
 DEFAULT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles", "vllm_monitoring",
                            "files", "dashboards")
 GPU_PREFIXES = ("gauntlet_gpu_", "DCGM_")
+ROUTER_PREFIXES = ("haproxy_", "gauntlet_router_")
 LABEL_VARIABLES = ("host", "unit")
 
 # $name, ${name}, ${name:format}, [[name]]
@@ -118,6 +120,13 @@ def needs_gpu(expr):
     return bool(names) and all(name.startswith(GPU_PREFIXES) for name in names)
 
 
+def needs_router(expr):
+    """True when every series the expression reads comes from a router (HAProxy's exporter and the router's info
+    series): a fleet without a router has none of them."""
+    names = metric_names(expr)
+    return bool(names) and all(name.startswith(ROUTER_PREFIXES) for name in names)
+
+
 def iter_panels(panels):
     """Every panel, rows' nested panels included."""
     for panel in panels or []:
@@ -139,7 +148,8 @@ def _entries(uid, items, options):
     for title, raw in items:
         where = "dashboard %s, panel %r" % (uid, title)
         expr = substitute(raw, where, **options)
-        entries.append({"dashboard": uid, "panel": title, "expr": expr, "needs_gpu": needs_gpu(expr)})
+        entries.append({"dashboard": uid, "panel": title, "expr": expr, "needs_gpu": needs_gpu(expr),
+                        "needs_router": needs_router(expr)})
     return entries
 
 

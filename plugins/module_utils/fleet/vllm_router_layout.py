@@ -96,19 +96,45 @@ def router_layout(backends, default_model):
         raise LayoutError("vllm_router_backends must be a non-empty list of servers")
     servers_by_model = {}
     names = set()
+    base_models = set()
     for index, backend in enumerate(backends):
         if not isinstance(backend, dict):
             raise LayoutError("vllm_router_backends[%d] must be a dict with name, address and port" % index)
         if backend.get("name") in names:
             raise LayoutError("vllm_router_backends[%d]: the server name %r is used twice" % (index, backend.get("name")))
         names.add(backend.get("name"))
-        for model in served_models(backend, index, default_model):
+        served = served_models(backend, index, default_model)
+        # A server's first model is the one it loaded; the others are its LoRA adapters.
+        base_models.add(served[0])
+        for model in served:
             servers_by_model.setdefault(model, []).append(backend)
     if default_model not in servers_by_model:
         raise LayoutError("vllm_router_model %r is served by none of vllm_router_backends (they serve: %s)"
                           % (default_model, ", ".join(sorted(servers_by_model))))
     models = _model_order(default_model, servers_by_model)
-    layout = [{"name": backend_name(position), "model": model, "servers": servers_by_model[model]}
+    layout = [{"name": backend_name(position), "model": model, "servers": servers_by_model[model],
+               "kind": "model" if model in base_models else "adapter"}
               for position, model in enumerate(models)]
     return {"models": models, "backends": layout, "map": [[entry["model"], entry["name"]] for entry in layout],
-            "models_json": json.dumps(models_list(models), sort_keys=True)}
+            "models_json": json.dumps(models_list(models), sort_keys=True), "metrics": backends_metrics(layout)}
+
+
+BACKEND_INFO_METRIC = "gauntlet_router_backend_info"
+
+
+def _label_value(text):
+    """A Prometheus text-format label value: backslash, double quote and line feed escaped."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def backends_metrics(layout):
+    """Which model (or LoRA adapter) each HAProxy backend serves, in Prometheus's text format: one
+    ``gauntlet_router_backend_info{proxy, model, kind}`` series of value 1 per backend. HAProxy's own exporter labels
+    its series by backend (``proxy``) only; the dashboards join this info series on ``proxy`` to show a model's, and
+    an adapter's, requests, errors and latency by name. The router serves the file on its stats port."""
+    lines = ["# HELP %s The model or LoRA adapter (kind) each HAProxy backend of the router routes to." % BACKEND_INFO_METRIC,
+             "# TYPE %s gauge" % BACKEND_INFO_METRIC]
+    for entry in layout:
+        lines.append('%s{proxy="%s",model="%s",kind="%s"} 1' % (
+            BACKEND_INFO_METRIC, _label_value(entry["name"]), _label_value(entry["model"]), entry["kind"]))
+    return "\n".join(lines) + "\n"

@@ -64,6 +64,11 @@ TEXTFILE_METRICS = frozenset((
 DCGM_METRICS = frozenset(("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_TEMP",
                           "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"))
 PROMETHEUS_METRICS = frozenset(("up",))
+# HAProxy 2.6's built-in exporter (Debian's haproxy, USE_PROMEX; names as its /metrics lists them, label proxy) and
+# the router's own info series (plugins/module_utils/fleet/vllm_router_layout.backends_metrics).
+ROUTER_METRICS = frozenset(("haproxy_backend_http_requests_total", "haproxy_backend_http_responses_total",
+                            "haproxy_backend_current_sessions", "haproxy_backend_total_time_average_seconds",
+                            "gauntlet_router_backend_info"))
 SUFFIXES = {"gauge": ("",), "counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
 
 BOARDS = ("gauntlet-vllm-fleet.json", "gauntlet-vllm-server.json")
@@ -157,7 +162,8 @@ def test_the_grafana_provider_loads_the_directory_the_role_fills():
 
 def test_every_metric_read_is_exported_by_vllm_our_textfiles_dcgm_or_a_recording_rule(rules):
     recorded = frozenset(rule["record"] for rule in all_rules(rules) if "record" in rule)
-    known = exported_vllm_names() | HTTP_METRICS | TEXTFILE_METRICS | DCGM_METRICS | PROMETHEUS_METRICS | recorded
+    known = (exported_vllm_names() | HTTP_METRICS | TEXTFILE_METRICS | DCGM_METRICS | PROMETHEUS_METRICS | ROUTER_METRICS
+             | recorded)
     used = {}
     for rule in all_rules(rules):
         for metric in dq.metric_names(rule["expr"]):
@@ -178,6 +184,10 @@ def test_metric_names_are_found_in_promql():
     assert dq.needs_gpu('max by (gpu) (gauntlet_gpu_power_watts{host=~".+"}) or max(DCGM_FI_DEV_POWER_USAGE)')
     assert not dq.needs_gpu("gauntlet_gpu_power_watts / on (host) up")
     assert not dq.needs_gpu("time()")
+    assert dq.needs_router('sum by (model) (rate(haproxy_backend_http_requests_total{job="router"}[1m]) '
+                           '* on (router, proxy) group_left (model) gauntlet_router_backend_info)')
+    assert not dq.needs_router("haproxy_backend_current_sessions / on (host) up")
+    assert not dq.needs_router("time()")
 
 
 # ---- dashboard_queries.py -----------------------------------------------------------------------------
@@ -209,9 +219,10 @@ def test_queries_cover_every_target_nested_rows_and_variables(tmp_path):
     path = tmp_path / "b.json"
     path.write_text(json.dumps(board))
     assert dq.dashboard_queries([str(path)], host=["h"]) == [
-        {"dashboard": "b", "panel": "variable host", "expr": 'up{job="vllm"}', "needs_gpu": False},
-        {"dashboard": "b", "panel": "inner", "expr": 'DCGM_FI_DEV_GPU_TEMP{host=~"h"}', "needs_gpu": True},
-        {"dashboard": "b", "panel": "outer", "expr": "up", "needs_gpu": False},
+        {"dashboard": "b", "panel": "variable host", "expr": 'up{job="vllm"}', "needs_gpu": False, "needs_router": False},
+        {"dashboard": "b", "panel": "inner", "expr": 'DCGM_FI_DEV_GPU_TEMP{host=~"h"}', "needs_gpu": True,
+         "needs_router": False},
+        {"dashboard": "b", "panel": "outer", "expr": "up", "needs_gpu": False, "needs_router": False},
     ]
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(dq.DashboardError, match="bad.json"):
@@ -225,8 +236,9 @@ def test_the_script_prints_every_expression_as_json():
     printed = json.loads(proc.stdout)
     assert printed == dq.dashboard_queries(host=[RIG_HOST])
     assert set(entry["dashboard"] for entry in printed) == {"gauntlet-vllm-fleet", "gauntlet-vllm-server"}
-    assert all(set(entry) == {"dashboard", "panel", "expr", "needs_gpu"} for entry in printed)
+    assert all(set(entry) == {"dashboard", "panel", "expr", "needs_gpu", "needs_router"} for entry in printed)
     assert any(entry["needs_gpu"] for entry in printed) and not all(entry["needs_gpu"] for entry in printed)
+    assert any(entry["needs_router"] for entry in printed) and not all(entry["needs_router"] for entry in printed)
     assert all("$" not in entry["expr"] for entry in printed)
 
 
@@ -284,6 +296,22 @@ def dcgm_series():
         ("POWER_USAGE", "300x60"), ("XID_ERRORS", "0x60"), ("ECC_DBE_VOL_TOTAL", "0x60"))]
 
 
+def router_series():
+    """A router with two backends (a model and an adapter), as HAProxy's exporter and the router's info file expose
+    them: requests counted, no 5xx, one request in flight."""
+    series = []
+    for proxy, model, kind in (("vllm", "tiny", "model"), ("vllm_model_1", "tiny-lora", "adapter")):
+        router = {"job": "router", "instance": "10.89.0.9:8404", "router": "gw", "proxy": proxy}
+        series += [_series("haproxy_backend_http_requests_total", router, "0+3x60"),
+                   _series("haproxy_backend_current_sessions", router, "1x60"),
+                   _series("haproxy_backend_total_time_average_seconds", router, "0.8x60"),
+                   _series("gauntlet_router_backend_info", dict(router, job="router_backends", model=model, kind=kind),
+                           "1x60")]
+        series += [_series("haproxy_backend_http_responses_total", dict(router, code=code), "0+3x60" if code == "2xx" else "0x60")
+                   for code in ("1xx", "2xx", "3xx", "4xx", "5xx", "other")]
+    return series
+
+
 def returns_data_case(series, entries):
     """A promtool case: at 4m, each expression gives at least one sample that is a number (NaN is no data)."""
     return {"interval": "5s", "input_series": series, "promql_expr_test": [
@@ -291,14 +319,24 @@ def returns_data_case(series, entries):
          "exp_samples": [{"labels": "{}", "value": 1}]} for entry in entries]}
 
 
+def by_model_case(series, entries):
+    """A promtool case: each router panel gives one series per model and adapter, named by the info series."""
+    return {"interval": "5s", "input_series": series, "promql_expr_test": [
+        {"expr": "count by (model, kind) (%s)" % entry["expr"], "eval_time": "4m",
+         "exp_samples": [{"labels": '{kind="model", model="tiny"}', "value": 1},
+                         {"labels": '{kind="adapter", model="tiny-lora"}', "value": 1}]} for entry in entries]}
+
+
 def test_every_dashboard_expression_returns_data(tmp_path):
     rig = dq.dashboard_queries(host=[RIG_HOST], unit=[RIG_UNIT])
     gpu = [entry for entry in dq.dashboard_queries(host=[GPU_HOST]) if entry["needs_gpu"]]
     # The NVML collector's own health has no DCGM counterpart.
     dcgm = [entry for entry in gpu if "gauntlet_gpu_collector" not in entry["expr"]]
-    assert rig and gpu and dcgm
-    cases = [returns_data_case(rig_series(), [entry for entry in rig if not entry["needs_gpu"]]),
-             returns_data_case(gpu_textfile_series(), gpu), returns_data_case(dcgm_series(), dcgm)]
+    router = [entry for entry in rig if entry["needs_router"]]
+    assert rig and gpu and dcgm and router
+    cases = [returns_data_case(rig_series(), [entry for entry in rig if not entry["needs_gpu"] and not entry["needs_router"]]),
+             returns_data_case(gpu_textfile_series(), gpu), returns_data_case(dcgm_series(), dcgm),
+             returns_data_case(router_series(), router), by_model_case(router_series(), router)]
     (tmp_path / "dashboards.test.yml").write_text(yaml.safe_dump({"tests": cases}, sort_keys=False))
     status, output = run_promtool("test", "rules", "dashboards.test.yml", cwd=str(tmp_path))
     assert status == 0, output

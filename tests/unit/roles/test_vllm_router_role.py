@@ -33,6 +33,7 @@ import yaml
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet import vllm_router as vr
 from ansible_collections.gauntlet.vllm.plugins.module_utils.fleet.vllm_router_layout import LayoutError, router_layout
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.prometheus_text import parse_exposition
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "vllm_router")
@@ -77,10 +78,12 @@ def write_config(tmp_path, **overrides):
     """The role's three files in ``tmp_path``: the model map and /v1/models answer (which haproxy -c reads), then
     haproxy.cfg pointing at them; returns the configuration's path."""
     overrides = dict(overrides, _vllm_router_map_file=str(tmp_path / "models.map"),
-                     _vllm_router_models_file=str(tmp_path / "models.json"))
+                     _vllm_router_models_file=str(tmp_path / "models.json"),
+                     _vllm_router_backends_metrics_file=str(tmp_path / "backends.prom"))
     values = role_vars(**overrides)
     (tmp_path / "models.map").write_text(render("gauntlet-vllm-models.map.j2", **overrides))
     (tmp_path / "models.json").write_text(values["__vllm_router_layout"]["models_json"] + "\n")
+    (tmp_path / "backends.prom").write_text(values["__vllm_router_layout"]["metrics"])
     path = tmp_path / "gauntlet-vllm.cfg"
     path.write_text(render("haproxy.cfg.j2", **overrides))
     return path
@@ -247,7 +250,8 @@ def running_router(tmp_path, served=((MODEL,), (MODEL,)), **overrides):
                               "timeout": 15})
         yield {"sock": sock, "fakes": fakes, "base": "http://127.0.0.1:%d" % ports[-2],
                "url": "http://127.0.0.1:%d/v1/completions" % ports[-2],
-               "metrics": "http://127.0.0.1:%d/metrics" % ports[-1]}
+               "metrics": "http://127.0.0.1:%d/metrics" % ports[-1],
+               "backends_metrics": "http://127.0.0.1:%d/gauntlet/metrics" % ports[-1]}
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)
@@ -360,6 +364,31 @@ def test_each_model_goes_only_to_its_servers_each_checked_with_its_own_model(tmp
         assert sorted(info["backends"]) == ["vllm", "vllm_model_1"]
         assert sorted(info["backends"]["vllm_model_1"]) == ["gpu-02"]
         assert {row["operational_state"] for row in info["servers"].values()} == {"UP"}
+
+
+def test_the_stats_port_names_the_model_or_adapter_of_each_backend(tmp_path):
+    """HAProxy's exporter labels a backend only; the router's info series names its model, and an adapter as one."""
+    with running_router(tmp_path, served=((MODEL, "tiny-lora"), (MOE,))) as router:
+        assert complete(router["url"], "tiny-lora")[0] == 200
+        with urllib.request.urlopen(router["backends_metrics"], timeout=5) as answer:
+            assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            samples = parse_exposition(answer.read().decode())
+        with urllib.request.urlopen(router["metrics"], timeout=5) as answer:
+            exported = answer.read().decode()
+    info = sorted((labels["proxy"], labels["model"], labels["kind"]) for name, labels, value in samples)
+    assert info == [("vllm", MODEL, "model"), ("vllm_model_1", MOE, "model"), ("vllm_model_2", "tiny-lora", "adapter")]
+    assert all(name == "gauntlet_router_backend_info" and value == 1 for name, labels, value in samples)
+    # The adapter's request is counted on the backend the info series names it by.
+    assert 'haproxy_backend_http_requests_total{proxy="vllm_model_2"} 1' in exported
+
+
+def test_a_model_one_server_loaded_is_a_model_even_where_another_serves_it_as_an_adapter():
+    layout = router_layout([{"name": "a", "address": "127.0.0.1", "port": 1, "models": [MODEL, "lora-x"]},
+                            {"name": "b", "address": "127.0.0.1", "port": 2, "models": ["lora-x", MODEL]}], MODEL)
+    assert [(entry["model"], entry["kind"]) for entry in layout["backends"]] == [(MODEL, "model"), ("lora-x", "model")]
+    assert parse_exposition(layout["metrics"]) == [
+        ("gauntlet_router_backend_info", {"proxy": "vllm", "model": MODEL, "kind": "model"}, 1.0),
+        ("gauntlet_router_backend_info", {"proxy": "vllm_model_1", "model": "lora-x", "kind": "model"}, 1.0)]
 
 
 def test_a_request_without_model_goes_to_the_default_models_servers(tmp_path):

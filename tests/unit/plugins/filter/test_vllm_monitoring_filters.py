@@ -11,7 +11,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gauntlet.vllm.plugins.filter.vllm_monitoring import vllm_file_sd, vllm_scrape_targets
+from ansible_collections.gauntlet.vllm.plugins.filter.vllm_monitoring import vllm_file_sd, vllm_router_file_sd, vllm_scrape_targets
 
 
 def unit(name, argv, enabled=True, running=True, port=8000, model="/opt/models/m"):
@@ -70,3 +70,31 @@ def test_every_host_gets_one_file_per_job_and_an_empty_one_when_it_has_nothing_f
 def test_a_report_without_its_host_is_refused():
     with pytest.raises(AnsibleFilterError, match="without its inventory name"):
         vllm_file_sd([{"vllm": []}])
+
+
+# ---- the routers' file_sd files -------------------------------------------------------------------------------
+
+def test_each_router_gets_its_exporter_and_its_backends_info_each_at_its_own_path():
+    router = {"router": "gw/1", "metrics_url": "http://10.0.0.5:8404/metrics",
+              "backends_metrics_url": "http://[fd00::5]:8404/gauntlet/metrics"}
+    assert vllm_router_file_sd([router]) == [
+        {"router": "gw/1", "job": "router", "file": "router-gw_1.json",
+         "groups": [{"targets": ["10.0.0.5:8404"], "labels": {"router": "gw/1", "__metrics_path__": "/metrics"}}]},
+        {"router": "gw/1", "job": "router_backends", "file": "router_backends-gw_1.json",
+         "groups": [{"targets": ["[fd00::5]:8404"], "labels": {"router": "gw/1", "__metrics_path__": "/gauntlet/metrics"}}]}]
+    assert vllm_router_file_sd([]) == []
+
+
+@pytest.mark.parametrize("routers, message", [
+    ({"router": "gw"}, "must be a list"),
+    ([{"metrics_url": "http://a:1/m", "backends_metrics_url": "http://a:1/b"}], r"\[0\] has no router name"),
+    ([{"router": "gw", "metrics_url": "https://a:1/m", "backends_metrics_url": "http://a:1/b"}], "gw: metrics_url"),
+    ([{"router": "gw", "metrics_url": "http://a/m", "backends_metrics_url": "http://a:1/b"}], "gw: metrics_url"),
+    ([{"router": "gw", "metrics_url": "http://a:1/m", "backends_metrics_url": "http://a b:1/x"}], "gw: backends_metrics_url"),
+    ([{"router": "gw", "metrics_url": "http://a:1/m\nx", "backends_metrics_url": "http://a:1/b"}], "gw: metrics_url"),
+    ([{"router": "g:w", "metrics_url": "http://a:1/m", "backends_metrics_url": "http://a:1/b"},
+      {"router": "g_w", "metrics_url": "http://b:1/m", "backends_metrics_url": "http://b:1/b"}], "same file_sd file"),
+])
+def test_a_router_target_prometheus_could_not_scrape_is_refused_naming_it(routers, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        vllm_router_file_sd(routers)
