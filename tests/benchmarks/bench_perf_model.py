@@ -145,7 +145,8 @@ def print_async_experiment(default_rows, sync_rows):
     if not sync_rows:
         return
     print("H100 serving, the same sweep with --no-async-scheduling (an experiment, left out of the bands): open-loop "
-          "TTFT and TPOT p50, async (vLLM's default) against sync, measured and predicted")
+          "TTFT and TPOT p50, async (vLLM's default) against sync, measured and predicted; qwen3_30b_a3b_pair's two "
+          "servers shared one lease and host, the others' async and sync servers came from two leases")
     default = dict(((r["model"], r["level"], r["figure"]), r) for r in default_rows if r["loop"] == "open")
     for row in sync_rows:
         if row["loop"] != "open" or not row["figure"].endswith("median"):

@@ -269,15 +269,16 @@ def reference_box(objective="throughput", vllm_version="0.32.0"):
 
 
 # The serving sweeps of tests/unit/fixtures/perf/h100-serve-0.24.json (BF16: Llama-3.1-8B, Qwen3-30B-A3B),
-# h100-serve-fp8-0.24.json (FP8: Qwen3-30B-A3B-FP8, block-scaled; Llama-3.1-8B quantized at load) and
-# h100-serve-sync-0.24.json (the BF16 two with --no-async-scheduling): vLLM 0.24.0 with its serving defaults (but
-# for that flag) on one H100 (recorded by record_h200_serve.py), its workload as vllm_bench ran it.
+# h100-serve-fp8-0.24.json (FP8: Qwen3-30B-A3B-FP8, block-scaled; Llama-3.1-8B quantized at load),
+# h100-serve-pair-0.24.json (the BF16 two again, a third lease and host) and h100-serve-sync-0.24.json /
+# h100-serve-pair-sync-0.24.json (--no-async-scheduling; the second on the pair's host): vLLM 0.24.0 with its serving
+# defaults (but for that flag) on one H100 (recorded by record_h200_serve.py), its workload as vllm_bench ran it.
 SERVE_GPU = "NVIDIA H100 80GB HBM3"
-SERVE_RECORDINGS = ("h100-serve-0.24.json", "h100-serve-fp8-0.24.json")
+SERVE_RECORDINGS = ("h100-serve-0.24.json", "h100-serve-fp8-0.24.json", "h100-serve-pair-0.24.json")
 # An experiment, not validation of a default server: the same sweep with --no-async-scheduling (issue 32's question
 # whether async scheduling's lag explains the open loop's TTFT). Printed beside the default servers, left out of the
 # error bands, which describe servers as vLLM runs them by default.
-EXPERIMENT_RECORDINGS = ("h100-serve-sync-0.24.json",)
+EXPERIMENT_RECORDINGS = ("h100-serve-sync-0.24.json", "h100-serve-pair-sync-0.24.json")
 # Engine steps of the same models (record_h100_steps.py): fit data, with the serving recording of each model.
 STEP_RECORDINGS = ("h100-steps-0.24.json", "h100-steps-fp8-0.24.json")
 SERVE_METRICS = (("ttft_ms", "median", "ttft_ms"), ("ttft_ms", "p99", "ttft_p99_ms"), ("tpot_ms", "median", "tpot_ms"),

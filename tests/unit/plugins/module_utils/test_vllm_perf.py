@@ -284,6 +284,24 @@ def test_dp_and_pp_expose_the_schedulers_cpu_time():
     assert step_model("MiniMaxAI--MiniMax-M2.5", plan(tp=4, pp=2)).cpu_exposed
 
 
+def test_a_gpu_engine_without_async_scheduling_exposes_the_schedulers_cpu_time_and_the_cpu_device_does_not():
+    # Measured on one H100 (h100-serve-pair-sync-0.24.json beside h100-serve-pair-0.24.json, one host): a step of
+    # Qwen3-30B-A3B without async scheduling took 1.2 ms longer at 1 stream and 3.5 ms at 64.
+    model = load("meta-llama--Meta-Llama-3.1-70B")
+    stages = memory.stage_profiles(model, plan(tp=2), layer_signatures(model))
+    dummy, gpu_async = hw.gpu_spec(RTX, {"name": "gpu", "async_scheduling": True})
+    dummy, gpu_sync = hw.gpu_spec(RTX, {"name": "gpu", "async_scheduling": False})
+    dummy, cpu = hw.gpu_spec(RTX, {"name": "rig cpu", "cuda_graphs": False, "async_scheduling": False})
+    overlapped = perf.StepModel(model, plan(tp=2), gpu_async, "pcie", stages, 1000.0)
+    exposed = perf.StepModel(model, plan(tp=2), gpu_sync, "pcie", stages, 1000.0)
+    assert not overlapped.cpu_exposed and exposed.cpu_exposed
+    assert not perf.StepModel(model, plan(tp=2), cpu, "pcie", stages, 1000.0).cpu_exposed
+    cpu_ms = lambda batch: perf.CPU_STEP_MS + perf.CPU_PER_SEQUENCE_US * batch * 1e-3  # noqa: E731
+    for batch in (1, 64):
+        added = (exposed.mixed_step_s(batch, 1000, 0, 0, 0) - overlapped.mixed_step_s(batch, 1000, 0, 0, 0)) * 1e3
+        assert added == pytest.approx(cpu_ms(batch), rel=1e-6)
+
+
 def test_prefill_is_chunked_and_grows_with_the_prompt():
     model = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=4))
     short = model.prefill_s(1000, 1000, 8192)
