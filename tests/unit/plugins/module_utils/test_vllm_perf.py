@@ -296,10 +296,9 @@ def test_a_gpu_engine_without_async_scheduling_exposes_the_schedulers_cpu_time_a
     exposed = perf.StepModel(model, plan(tp=2), gpu_sync, "pcie", stages, 1000.0)
     assert not overlapped.cpu_exposed and exposed.cpu_exposed
     assert not perf.StepModel(model, plan(tp=2), cpu, "pcie", stages, 1000.0).cpu_exposed
-    cpu_ms = lambda batch: perf.CPU_STEP_MS + perf.CPU_PER_SEQUENCE_US * batch * 1e-3  # noqa: E731
     for batch in (1, 64):
         added = (exposed.mixed_step_s(batch, 1000, 0, 0, 0) - overlapped.mixed_step_s(batch, 1000, 0, 0, 0)) * 1e3
-        assert added == pytest.approx(cpu_ms(batch), rel=1e-6)
+        assert added == pytest.approx(perf.CPU_STEP_MS + perf.CPU_PER_SEQUENCE_US * batch * 1e-3, rel=1e-6)
 
 
 def test_prefill_is_chunked_and_grows_with_the_prompt():
