@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -205,7 +206,18 @@ def print_serve_calibrated(rows):
     for figure in ("ttft_ms", "tpot_ms"):
         print(_error_line("calibrated, open loop, %s" % figure,
                           [r["error_pct"] for r in rows if r["loop"] == "open" and r["figure"].startswith(figure)]))
-    print("goal (issue 32, on the rig): the max sustainable rate within +-25 % after one calibration sweep")
+    print()
+
+
+def print_rig_rate():
+    """The rig's own open loop (tests/unit/fixtures/perf/rig-rate-vllm-cpu.json) predicted before and after one
+    calibration sweep, by scripts/rig_rate_eval.py; it needs the rig's tiny-llama (scripts/rig.sh), else says so."""
+    root = os.path.join(HERE, "..", "..")
+    recording = os.path.join(root, "tests", "unit", "fixtures", "perf", "rig-rate-vllm-cpu.json")
+    proc = subprocess.run([sys.executable, os.path.join(root, "scripts", "rig_rate_eval.py"), "--from-json", recording],
+                          capture_output=True, text=True, check=False, timeout=300)
+    print("The rig (issue 32's rig goal: the max sustainable rate within +-25 % after one calibration sweep):")
+    print(proc.stdout if proc.returncode == 0 else "not printed: %s" % proc.stderr.strip().splitlines()[-1:])
     print()
 
 
@@ -221,6 +233,7 @@ def main():
     print_serve_calibrated(serve_recordings(calibrated=True))
     print_async_experiment(serving, serve_recordings(recordings=EXPERIMENT_RECORDINGS))
     print_bands(band_errors(serving, waves))
+    print_rig_rate()
     print_reference_box()
 
 
