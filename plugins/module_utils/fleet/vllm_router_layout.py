@@ -23,6 +23,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.io.prometheus_text import format_sample
 from ansible_collections.gauntlet.vllm.plugins.module_utils.io.safe_io import full_match, short_text
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import SERVED_NAME_PATTERN
 
@@ -122,11 +123,6 @@ def router_layout(backends, default_model):
 BACKEND_INFO_METRIC = "gauntlet_router_backend_info"
 
 
-def _label_value(text):
-    """A Prometheus text-format label value: backslash, double quote and line feed escaped."""
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
 def backends_metrics(layout):
     """Which model (or LoRA adapter) each HAProxy backend serves, in Prometheus's text format: one
     ``gauntlet_router_backend_info{proxy, model, kind}`` series of value 1 per backend. HAProxy's own exporter labels
@@ -135,6 +131,6 @@ def backends_metrics(layout):
     lines = ["# HELP %s The model or LoRA adapter (kind) each HAProxy backend of the router routes to." % BACKEND_INFO_METRIC,
              "# TYPE %s gauge" % BACKEND_INFO_METRIC]
     for entry in layout:
-        lines.append('%s{proxy="%s",model="%s",kind="%s"} 1' % (
-            BACKEND_INFO_METRIC, _label_value(entry["name"]), _label_value(entry["model"]), entry["kind"]))
+        lines.append(format_sample(BACKEND_INFO_METRIC, {"proxy": entry["name"], "model": entry["model"],
+                                                         "kind": entry["kind"]}, 1))
     return "\n".join(lines) + "\n"
