@@ -114,17 +114,20 @@ def metric_names(expr):
     return sorted(names)
 
 
+def _reads_only(expr, prefixes):
+    names = metric_names(expr)
+    return bool(names) and all(name.startswith(prefixes) for name in names)
+
+
 def needs_gpu(expr):
     """True when every series the expression reads comes from a GPU exporter."""
-    names = metric_names(expr)
-    return bool(names) and all(name.startswith(GPU_PREFIXES) for name in names)
+    return _reads_only(expr, GPU_PREFIXES)
 
 
 def needs_router(expr):
     """True when every series the expression reads comes from a router (HAProxy's exporter and the router's info
     series): a fleet without a router has none of them."""
-    names = metric_names(expr)
-    return bool(names) and all(name.startswith(ROUTER_PREFIXES) for name in names)
+    return _reads_only(expr, ROUTER_PREFIXES)
 
 
 def iter_panels(panels):
