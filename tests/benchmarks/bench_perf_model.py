@@ -209,15 +209,21 @@ def print_serve_calibrated(rows):
     print()
 
 
+# The rig's open loops (scripts/rig_rate_eval.py --json): tiny-llama and tiny-qwen3-moe, several repeats each.
+RIG_RATE_RECORDINGS = ("rig-rate-vllm-cpu.json", "rig-rate-vllm-cpu-moe.json")
+
+
 def print_rig_rate():
-    """The rig's own open loop (tests/unit/fixtures/perf/rig-rate-vllm-cpu.json) predicted before and after one
-    calibration sweep, by scripts/rig_rate_eval.py; it needs the rig's tiny-llama (scripts/rig.sh), else says so."""
+    """The rig's own open loops (RIG_RATE_RECORDINGS) predicted before and after one calibration sweep each, by
+    scripts/rig_rate_eval.py; it needs the rig's tiny models (scripts/rig.sh), else says so."""
     root = os.path.join(HERE, "..", "..")
-    recording = os.path.join(root, "tests", "unit", "fixtures", "perf", "rig-rate-vllm-cpu.json")
-    proc = subprocess.run([sys.executable, os.path.join(root, "scripts", "rig_rate_eval.py"), "--from-json", recording],
-                          capture_output=True, text=True, check=False, timeout=300)
     print("The rig (issue 32's rig goal: the max sustainable rate within +-25 % after one calibration sweep):")
-    print(proc.stdout if proc.returncode == 0 else "not printed: %s" % proc.stderr.strip().splitlines()[-1:])
+    for name in RIG_RATE_RECORDINGS:
+        recording = os.path.join(root, "tests", "unit", "fixtures", "perf", name)
+        proc = subprocess.run([sys.executable, os.path.join(root, "scripts", "rig_rate_eval.py"), "--summary",
+                               "--from-json", recording], capture_output=True, text=True, check=False, timeout=300)
+        print(proc.stdout if proc.returncode == 0 else "%s not printed: %s" % (
+            name, proc.stderr.strip().splitlines()[-1:]))
     print()
 
 

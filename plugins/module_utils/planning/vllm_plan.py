@@ -517,8 +517,11 @@ def close_call_text(close):
     """The sentence ``why`` ends with when the call is too close ('' otherwise)."""
     if not close:
         return ""
-    return ("; too close to call: %s leads %s by %.1f %%, within the model's error band of +-%.1f %% (%s: %d%% of "
-            "%d validation points were within it), so measure both (the gauntlet does)" % (
+    # Each score may be off by the band either way: the lead is inside it when the two ranges overlap, which a lead
+    # of up to about twice the band does.
+    return ("; too close to call: %s leads %s by %.1f %%, and each score may be off by the model's error band of "
+            "+-%.1f %% (%s: %d%% of %d validation points were within it), so their ranges overlap: measure both (the "
+            "gauntlet does)" % (
                 close["winner"], close["runner_up"], close["margin_pct"], close["band_pct"], close["band_regime"],
                 int(vllm_error_bands.BAND_QUANTILE * 100), close["band_points"]))
 
