@@ -222,6 +222,25 @@ model:
           type: int
           returned: when MLA
           sample: 128
+    sliding_window:
+      description:
+        - The layers that attend only to the last C(window) tokens, from C(layer_types) and C(sliding_window)
+          (gpt-oss: every other layer, 128 tokens); null when every layer attends to the whole context.
+        - vLLM 0.24 windows only the layers C(layer_types) names C(sliding_attention); a C(sliding_window)
+          without C(layer_types) windows none.
+      type: dict
+      returned: success
+      contains:
+        window:
+          description: Tokens a windowed layer attends to.
+          type: int
+          returned: when a layer is windowed
+          sample: 128
+        layers:
+          description: How many layers are windowed.
+          type: int
+          returned: when a layer is windowed
+          sample: 18
     quantization:
       description: Weight quantization; null for unquantized checkpoints.
       type: dict

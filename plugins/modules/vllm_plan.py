@@ -467,7 +467,9 @@ plans:
       description: Memory left for the KV cache on that GPU, in GiB.
       type: float
     kv_bytes_per_token:
-      description: KV cache bytes one GPU stores per token.
+      description:
+        - KV cache bytes one GPU stores per token of context.
+        - Sliding-window layers (gpt-oss) keep only their window on a GPU, so their bytes are not counted there.
       type: int
     kv_cache_tokens:
       description: Tokens of KV cache that fit.

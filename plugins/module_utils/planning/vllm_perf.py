@@ -236,6 +236,17 @@ def _attention_dims(model):
     return model["head_dim"], model["head_dim"]
 
 
+def attended_context(model, context):
+    """The cached tokens a query attends to, averaged over the layers: a sliding-window layer (gpt-oss: every
+    other layer, 128 tokens) reads only its window, whatever the context (vLLM's attention backends take the
+    window per layer, and its SlidingWindowManager frees the blocks before it)."""
+    window = model.get("sliding_window")
+    if not window:
+        return context
+    share = window["layers"] / float(model["num_hidden_layers"])
+    return context * (1.0 - share) + min(context, window["window"]) * share
+
+
 class StepModel(object):
     """Step times of one engine of ``plan`` on ``spec`` (seconds). ``engines``
     in the calls is how many DP engines run a batch in the same step: MoE
@@ -376,8 +387,9 @@ class StepModel(object):
         layers = sum(n for _profile, n in stage)
         qk, v = _attention_dims(self.model)
         heads = self.model["num_attention_heads"] / float(self.plan["tp"])
-        flops = 2.0 * queries * context * heads * (qk + v) * layers
-        kv_bytes = self.kv_bytes_per_layer * layers * context * queries
+        attended = attended_context(self.model, context)
+        flops = 2.0 * queries * attended * heads * (qk + v) * layers
+        kv_bytes = self.kv_bytes_per_layer * layers * attended * queries
         memory = kv_bytes / (self.spec["memory_bandwidth_gbs"] * 1e9 * KV_BANDWIDTH_EFFICIENCY)
         compute = flops / (peak_tflops(self.spec, "bf16") * 1e12 * ATTENTION_COMPUTE_EFFICIENCY)
         return memory, compute

