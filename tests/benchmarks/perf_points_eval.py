@@ -271,10 +271,12 @@ def reference_box(objective="throughput", vllm_version="0.32.0"):
 # The serving sweeps of tests/unit/fixtures/perf/h100-serve-0.24.json (BF16: Llama-3.1-8B, Qwen3-30B-A3B),
 # h100-serve-fp8-0.24.json (FP8: Qwen3-30B-A3B-FP8, block-scaled; Llama-3.1-8B quantized at load),
 # h100-serve-pair-0.24.json (the BF16 two again, a third lease and host) and h100-serve-sync-0.24.json /
-# h100-serve-pair-sync-0.24.json (--no-async-scheduling; the second on the pair's host): vLLM 0.24.0 with its serving
+# h100-serve-pair-sync-0.24.json (--no-async-scheduling; the second on the pair's host), h100-serve-70b-fp8-0.24.json
+# (nvidia's ModelOpt FP8 Llama-3.1-70B at 0.97 of the memory, a fourth lease): vLLM 0.24.0 with its serving
 # defaults (but for that flag) on one H100 (recorded by record_h200_serve.py), its workload as vllm_bench ran it.
 SERVE_GPU = "NVIDIA H100 80GB HBM3"
-SERVE_RECORDINGS = ("h100-serve-0.24.json", "h100-serve-fp8-0.24.json", "h100-serve-pair-0.24.json")
+SERVE_RECORDINGS = ("h100-serve-0.24.json", "h100-serve-fp8-0.24.json", "h100-serve-pair-0.24.json",
+                    "h100-serve-70b-fp8-0.24.json")
 # An experiment, not validation of a default server: the same sweep with --no-async-scheduling (issue 32's question
 # whether async scheduling's lag explains the open loop's TTFT). Printed beside the default servers, left out of the
 # error bands, which describe servers as vLLM runs them by default.
@@ -360,17 +362,25 @@ def served_entry(entry):
 
 def _serve_estimate(entry, calibration=None):
     options, sweep = entry["sweep_options"], entry["sweep"]
-    model = load_model_config_from_dict(entry["config"])
+    model = load_model_config_from_dict(entry["config"], entry.get("hf_quant_config"))
     workload = {"input_len": options["input_len"], "output_len": options["output_len"],
                 "concurrency": [level["concurrency"] for level in sweep["levels"]],
                 "request_rate": [level["request_rate"] for level in sweep["rate_levels"]],
                 "burstiness": options["burstiness"], "goodput": options["goodput"]}
-    max_len = int(entry["server_args"][entry["server_args"].index("--max-model-len") + 1])
+    max_len = int(_server_arg(entry, "--max-model-len"))
+    utilization = _server_arg(entry, "--gpu-memory-utilization")
     # A server run with --no-async-scheduling is planned as one: the device spec's async_scheduling off.
     device_spec = {"async_scheduling": False} if "--no-async-scheduling" in entry["server_args"] else None
     inputs = plan_model(model, 1, None, "0.24.0", max_model_len=max_len, gpu_name=SERVE_GPU, workload=workload,
-                        calibration=calibration, device_spec=device_spec)["inputs"]
+                        calibration=calibration, device_spec=device_spec,
+                        gpu_memory_utilization=float(utilization) if utilization else None)["inputs"]
     return model, evaluate_plan_for(model, {"tp": 1, "pp": 1, "dp": 1, "ep": False}, inputs)["estimate"]
+
+
+def _server_arg(entry, flag):
+    """The value the recorded server was given for ``flag``, or None."""
+    args = entry["server_args"]
+    return args[args.index(flag) + 1] if flag in args else None
 
 
 def _serve_row(name, kind, loop, level, figure, measured, predicted):

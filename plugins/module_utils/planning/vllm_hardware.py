@@ -49,7 +49,8 @@ GPU_SPECS = {
                       "busbw_gbs": {2: 274.0, 4: 312.0, 8: 367.0}},
     },
     "H100": {
-        "memory_gib": 80.0e9 / GIB, "memory_bandwidth_gbs": 3350.0,
+        # NVML reports 81,559 MiB on the lent H100 80GB HBM3 (the h100-serve-*.json fixtures; 79.6 GiB, not 80e9 B).
+        "memory_gib": 81559 / 1024.0, "memory_bandwidth_gbs": 3350.0,
         "tflops": {"bf16": 989.0, "fp8": 1979.0},
         "link": "nvlink", "bandwidth_efficiency": 0.89, "gemm_floor_us": 4.0,
         "allreduce": {"nccl_us": {2: 6.26, 4: 9.84, 8: 15.84}, "custom_us": {2: 4.21, 4: 4.58, 8: 4.65},
@@ -72,7 +73,8 @@ SOURCES = {
     "H200": "memory as NVML reports it on the lent H200 (tests/unit/fixtures/gpu/h200-1gpu.nvml.json); 4.8 TB/s and "
             "989 / 1979 TFLOP/s (datasheet, aiconfigurator h200_sxm); all-reduce from aiconfigurator's NCCL and vLLM "
             "custom all-reduce databases",
-    "H100": "H100 SXM datasheet (3.35 TB/s, 989 TFLOP/s dense BF16); all-reduce from aiconfigurator h100_sxm; "
+    "H100": "memory as NVML reports it on the lent H100 80GB HBM3 (81,559 MiB, tests/unit/fixtures/perf/h100-serve-*.json); "
+            "H100 SXM datasheet (3.35 TB/s, 989 TFLOP/s dense BF16); all-reduce from aiconfigurator h100_sxm; "
             "bandwidth efficiency and GEMM floor assumed as measured on the H200 (same chip)",
     "B200": "aiconfigurator 0.12 b200_sxm (7.7 TB/s, 2.25 PFLOP/s dense BF16); all-reduce from its databases; "
             "bandwidth efficiency and GEMM floor assumed, not measured",
