@@ -20,8 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from perf_points_eval import (  # noqa: E402  pylint: disable=wrong-import-position
-    EXPERIMENT_RECORDINGS, band_errors, evaluate_points, h100_gpu_steps, h100_steps, h200_recordings, h200_waves,
-    reference_box, serve_recordings)
+    EXPERIMENT_RECORDINGS, band_errors, evaluate_points, h100_gpu_steps, h100_kv_steps, h100_steps, h200_recordings,
+    h200_waves, reference_box, serve_recordings)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_error_bands import bands_from_errors  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -94,6 +94,21 @@ def print_h100_gpu_steps():
         print("%-22s prompt %5d  measured %7.1f ms  predicted %7.1f ms  %+7.1f %%" % (
             row["model"], row["prompt_len"], row["measured_ms"], row["predicted_ms"], row["error_pct"]))
     print(_error_line("H100 GPU steps", [row["error_pct"] for row in rows]))
+    print()
+
+
+def print_h100_kv_steps():
+    rows = h100_kv_steps()
+    if not rows:
+        return
+    print("H100 decode steps at growing contexts (Llama-3.1-8B, BF16 KV; fit data of KV_BANDWIDTH_SHARE): measured "
+          "against the model, and the KV read rate each step's growth above the shortest context implies")
+    for row in rows:
+        share = row.get("kv_read_share_of_peak")
+        print("B %2d  context %5d  measured %6.2f ms  predicted %6.2f ms  %+6.1f %%%s" % (
+            row["B"], row["context"], row["measured_ms"], row["predicted_ms"], row["error_pct"],
+            "  KV read at %.0f %% of the peak" % (share * 100) if share else ""))
+    print(_error_line("H100 KV decode steps", [row["error_pct"] for row in rows]))
     print()
 
 
@@ -232,6 +247,7 @@ def main():
     print_h200()
     print_h100_steps()
     print_h100_gpu_steps()
+    print_h100_kv_steps()
     # Each simulated once: the bands are the errors of the same rows the two tables print.
     waves, serving = h200_waves(), serve_recordings()
     print_h200_waves(waves)

@@ -328,6 +328,35 @@ def h100_gpu_steps():
     return rows
 
 
+KV_RECORDING = "h100-kv-0.24.json"
+
+
+def h100_kv_steps():
+    """Decode steps of Llama-3.1-8B on one H100 at 16 and 32 sequences and growing contexts (h100-kv-0.24.json, the
+    fit data of KV_BANDWIDTH_SHARE), against StepModel.tpot_s, and per batch the KV read rate implied by each
+    step's growth above the shortest context: the growth's KV bytes over its time, as a share of the peak."""
+    recording = _recording(KV_RECORDING)
+    if not recording:
+        return []
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory import kv_bytes_per_token
+    model = load_model_config_from_dict(recording["config"])
+    step = recorded_step_model("llama3.1_8b", {"config": recording["config"]}, SERVE_GPU)
+    per_token = kv_bytes_per_token(model, {"tp": 1, "pp": 1, "dp": 1, "ep": False})
+    rows, shortest = [], {}
+    for measured in sorted(recording["derived"]["steps"], key=lambda r: (r["B"], r["context"])):
+        batch, context = measured["B"], measured["context"] + 41  # mid-way through the 48 decode steps timed
+        row = {"B": batch, "context": context, "measured_ms": round(measured["step_ms"], 3),
+               "predicted_ms": round(step.tpot_s(batch, context) * 1e3, 3)}
+        row["error_pct"] = round((row["predicted_ms"] - row["measured_ms"]) / row["measured_ms"] * 100.0, 1)
+        base = shortest.setdefault(batch, row)
+        if base is not row:
+            added_bytes = per_token * batch * (context - base["context"])
+            seconds = (row["measured_ms"] - base["measured_ms"]) * 1e-3
+            row["kv_read_share_of_peak"] = round(added_bytes / seconds / (step.spec["memory_bandwidth_gbs"] * 1e9), 3)
+        rows.append(row)
+    return rows
+
+
 def serve_recordings(calibrated=False, recordings=SERVE_RECORDINGS):
     """Closed- and open-loop levels of real vLLM serving, left out of every fit, against the planner's prediction for
     the same plan (TP1), workload and rates (the scheduler simulation): one row per level and figure.

@@ -58,9 +58,12 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_nodes 
 # ---------------------------------------------------------------------------
 # Weight streaming: the device's own efficiency (``bandwidth_efficiency`` in
 # its spec: what a BF16 GEMM at M=1 reaches) times the kernel family's share
-# of it; the KV cache is read at KV_BANDWIDTH_EFFICIENCY of the peak.
+# of it; the KV cache is read at KV_BANDWIDTH_SHARE of that same efficiency.
 FAMILY_BANDWIDTH = {"bf16": 1.0, "fp8": 0.95, "w4a16": 0.85, "nvfp4": 0.67, "mxfp4": 0.75}
-KV_BANDWIDTH_EFFICIENCY = 0.65
+# Fitted to decode steps of Llama-3.1-8B (BF16 KV, FlashAttention 3) on an H100 at 16 and 32 sequences whose context
+# grew from 297 to 2,089 and 6,185 tokens (tests/unit/fixtures/perf/h100-kv-0.24.json): the step grew by the added KV
+# bytes over 82-95 % of the 3.35 TB/s, median 0.886, the H100's own 0.89 (was 0.65 of the peak, not measured).
+KV_BANDWIDTH_SHARE = 1.0
 # Share of the matrix peak a GEMM of many rows reaches, by family; a GEMM of
 # M rows reaches M / (M + GEMM_HALF_M) of it (H200: BF16 at M=128 48 %, at
 # M=512 74 % of 989 TFLOP/s).
@@ -127,6 +130,8 @@ CONSTANT_SOURCES = {
                           "H200 GEMM recordings (tests/unit/fixtures/perf/)",
     "kernel_floors": "aiconfigurator 0.12: ~6 us floor of a small GEMM on SM120, MoE layer at 1 token 32 us (INT4 "
                      "Marlin) and 89 us (NVFP4) for Kimi-K2.5's shapes at TP8; H200 vLLM 0.24 decode steps at batch 1",
+    "kv_bandwidth_share": "fitted: H100 vLLM 0.24 decode steps of Llama-3.1-8B at 16 and 32 sequences and contexts "
+                          "of 297-6,185 tokens (tests/unit/fixtures/perf/h100-kv-0.24.json)",
     "step_costs": "fitted: H200 vLLM 0.24 decode steps of a dense 8B model with CUDA graphs and eager",
     "moe_gemm_share": "fitted: H200 vLLM 0.24 prefill of 8 x 2048 tokens of Qwen3-30B-A3B (Triton fused_moe, BF16); "
                       "the waves of 1-256 prompts are left out of the fit (tests/benchmarks/bench_perf_model.py)",
@@ -226,6 +231,12 @@ def roofline_s(nbytes, flops, spec, rows, share=1.0):
         compute = flops.get(family, 0.0) / (family_peak(spec, family) * gemm_efficiency(family, rows) * share)
         total += max(memory, compute)
     return total
+
+
+def kv_bandwidth_efficiency(spec):
+    """The share of the peak bandwidth at which attention reads the KV cache: the device's own streaming
+    efficiency (KV_BANDWIDTH_SHARE of it)."""
+    return spec["bandwidth_efficiency"] * KV_BANDWIDTH_SHARE
 
 
 def _attention_dims(model):
@@ -390,7 +401,7 @@ class StepModel(object):
         attended = attended_context(self.model, context)
         flops = 2.0 * queries * attended * heads * (qk + v) * layers
         kv_bytes = self.kv_bytes_per_layer * layers * attended * queries
-        memory = kv_bytes / (self.spec["memory_bandwidth_gbs"] * 1e9 * KV_BANDWIDTH_EFFICIENCY)
+        memory = kv_bytes / (self.spec["memory_bandwidth_gbs"] * 1e9 * kv_bandwidth_efficiency(self.spec))
         compute = flops / (peak_tflops(self.spec, "bf16") * 1e12 * ATTENTION_COMPUTE_EFFICIENCY)
         return memory, compute
 
@@ -696,7 +707,7 @@ def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration
         "cuda_graphs": not step.eager,
         "bandwidth_efficiency": spec["bandwidth_efficiency"],
         "family_bandwidth": FAMILY_BANDWIDTH,
-        "kv_bandwidth_efficiency": KV_BANDWIDTH_EFFICIENCY,
+        "kv_bandwidth_efficiency": kv_bandwidth_efficiency(spec),
         "compute_efficiency": COMPUTE_EFFICIENCY,
         "moe_gemm_share": MOE_GEMM_SHARE,
         "gemm_half_m": GEMM_HALF_M,

@@ -514,8 +514,9 @@ def level_figures(requests, seconds, engines, preemptions, slo, concurrency=None
         figures["request_rate"] = traffic.rate_label(rate)
     good = traffic.goodput(records, slo, duration)
     if good:
+        # From the count, as request_throughput is: goodput's own rounded rate times the engines could round above it.
         figures["goodput"] = {"good_requests": good["good_requests"] * engines,
-                              "request_goodput": round(good["request_goodput"] * engines, 3)}
+                              "request_goodput": round(good["good_requests"] * engines / duration, 3)}
     return traffic.judge(figures, slo or {})
 
 
