@@ -28,16 +28,16 @@ INJ, GAP = 6, 0.08
 
 
 def one_config(vocab, decoders, length, rng):
-    streams = [[] for _ in range(decoders)]
-    threads = [threading.Thread(target=mix.stream, args=("tiny", [rng.randrange(100, vocab - 100) for _ in range(64)],
+    streams = [[] for _stream in range(decoders)]
+    threads = [threading.Thread(target=mix.stream, args=("tiny", [rng.randrange(100, vocab - 100) for _token in range(64)],
                                                          DECODE_TOKENS, streams[i])) for i in range(decoders)]
     for t in threads:
         t.start()
     time.sleep(0.3)
     injections = []
-    for _ in range(INJ):
+    for _n in range(INJ):
         times = []
-        mix.stream("tiny", [rng.randrange(100, vocab - 100) for _ in range(length)], 1, times)
+        mix.stream("tiny", [rng.randrange(100, vocab - 100) for _token in range(length)], 1, times)
         injections.append({"prompt_len": length, "sent": times[0], "answered": times[-1]})
         time.sleep(GAP)
     for t in threads:
@@ -65,9 +65,9 @@ try:
     lone = {}
     for length in (64, 256, 512):
         ts = []
-        for _ in range(8):
+        for _n in range(8):
             times = []
-            mix.stream("tiny", [rng.randrange(100, vocab - 100) for _ in range(length)], 1, times)
+            mix.stream("tiny", [rng.randrange(100, vocab - 100) for _token in range(length)], 1, times)
             ts.append((times[-1] - times[0]) * 1e3)
             time.sleep(0.05)
         lone[length] = round(statistics.median(ts), 2)
@@ -75,4 +75,4 @@ try:
     print(model_dir, "lone TTFT", lone, flush=True)
     json.dump(res, open(out, "w"), indent=1)
 finally:
-    subprocess.run(["podman", "rm", "-f", rig.CONTAINER], capture_output=True)
+    subprocess.run(["podman", "rm", "-f", rig.CONTAINER], capture_output=True, check=False)

@@ -225,7 +225,7 @@ model:
     sliding_window:
       description:
         - The layers that attend only to the last C(window) tokens, from C(layer_types) and C(sliding_window)
-          (gpt-oss: every other layer, 128 tokens); null when every layer attends to the whole context.
+          (for gpt-oss every other layer, 128 tokens); null when every layer attends to the whole context.
         - vLLM 0.24 windows only the layers C(layer_types) names C(sliding_attention); a C(sliding_window)
           without C(layer_types) windows none.
       type: dict
