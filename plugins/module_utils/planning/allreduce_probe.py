@@ -91,7 +91,8 @@ def measured_us(probe, world_size, size_bytes):
 
 
 def predicted_us(world_size, size_bytes, gpu_name=None, link=None):
-    """The planner's table estimate of one all-reduce: a latency by link type plus the ring's bytes over the link."""
+    """The planner's table estimate of one all-reduce (vllm_hardware.table_allreduce_us: aiconfigurator's profiled curve
+    at that size where the device has one, else a latency by link type plus the ring's bytes over the link)."""
     dummy, spec = gpu_spec(gpu_name)
     link = link or spec["link"]
     if world_size < 2:

@@ -26,7 +26,10 @@ GIB = 1024 ** 3
 # profiled databases (tests/unit/fixtures/perf/aiconfigurator-0.12.json):
 # ``nccl_us`` the time of a small (decode-sized, <= 8 KiB) NCCL all-reduce,
 # ``custom_us`` vLLM's custom all-reduce in a CUDA graph where vLLM enables
-# it, ``busbw_gbs`` NCCL's bus bandwidth on a 64 MiB all-reduce. Rank counts
+# it, ``busbw_gbs`` NCCL's bus bandwidth on a 64 MiB all-reduce; the whole
+# profiled curves by message size are ALLREDUCE_CURVES_US, which the planner
+# reads (a decode step's messages, 16 KiB to a few MiB, take 1.5-2x what
+# the latency-plus-bandwidth line gives). Rank counts
 # between the table's rows are interpolated. ``bandwidth_efficiency`` is the
 # share of the memory bandwidth a BF16 GEMM at M=1 streams (H200: measured,
 # tests/unit/fixtures/perf/h200-micro.json and the 8B decode step; RTX PRO
@@ -65,6 +68,61 @@ GPU_SPECS = {
     },
 }
 DEFAULT_GPU = "RTX PRO 6000"
+
+# Per message size (ALLREDUCE_MESSAGE_BYTES, bf16), microseconds of one all-reduce by rank count: NCCL and vLLM
+# 0.24's custom kernel in a CUDA graph, as aiconfigurator 0.12 profiled them (tests/unit/fixtures/perf/
+# aiconfigurator-0.12.json: nccl_all_reduce half, vllm_custom_allreduce:vllm_graph).
+ALLREDUCE_MESSAGE_BYTES = (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 2097152, 4194304, 8388608, 16777216, 33554432, 67108864)
+ALLREDUCE_CURVES_US = {
+    "RTX PRO 6000": {
+        "nccl": {
+            2: (6.31, 6.7, 6.78, 7.36, 8.09, 9.23, 12.22, 18.52, 31.34, 44.37, 72.01, 129.3, 243.8, 473.5, 930.6, 1840.0),
+            4: (13.36, 13.68, 13.54, 14.65, 15.68, 16.93, 24.88, 41.05, 78.08, 86.1, 141.7, 245.4, 508.6, 1008.0, 2022.0, 4032.0),
+            8: (25.53, 25.56, 26.67, 27.04, 29.36, 34.21, 47.75, 84.79, 156.1, 131.5, 221.2, 345.5, 661.4, 1248.0, 2494.0, 4927.0),
+        },
+        "custom": {
+            2: (4.165, 4.532, 4.545, 5.056, 5.371, 6.187, 8.18, 11.12, 17.62, 30.15, 55.69, 106.0, 244.5, 474.9, 933.0, 1844.0),
+            4: (12.77, 12.67, 13.73, 14.85, 15.76, 16.95, 25.0, 57.33, 76.45, 87.66, 145.8, 246.9, 462.0, 886.9, 1792.0, 3556.0),
+            8: (25.5, 25.96, 26.57, 27.52, 29.78, 31.19, 49.45, 84.34, 156.3, 133.5, 222.6, 346.9, 674.6, 1275.0, 2547.0, 5067.0),
+        },
+    },
+    "H200": {
+        "nccl": {
+            2: (6.17, 6.5, 6.925, 7.105, 7.01, 7.31, 7.395, 8.58, 10.36, 14.15, 26.68, 32.38, 45.37, 76.24, 135.5, 245.0),
+            4: (9.76, 9.7, 9.955, 10.84, 11.23, 11.23, 11.39, 11.52, 14.43, 18.13, 27.46, 40.08, 60.58, 97.51, 171.1, 322.0),
+            8: (16.59, 16.57, 16.79, 17.52, 20.37, 19.29, 20.14, 19.67, 19.87, 27.66, 38.53, 52.11, 78.54, 121.1, 196.8, 320.2),
+        },
+        "custom": {
+            2: (4.495, 4.453, 4.64, 4.553, 4.62, 4.825, 4.823, 5.19, 6.341, 8.429, 12.44, 20.49, 42.99, 76.57, 144.8, 280.6),
+            4: (4.561, 4.559, 4.769, 4.816, 4.918, 5.395, 5.815, 6.985, 10.48, 12.1, 17.8, 29.83, 51.77, 93.78, 179.6, 320.2),
+            8: (4.781, 4.803, 5.143, 5.154, 5.665, 6.561, 7.943, 10.06, 11.14, 14.07, 18.11, 28.43, 48.39, 87.17, 165.9, 323.3),
+        },
+    },
+    "H100": {
+        "nccl": {
+            2: (6.26, 6.57, 6.795, 7.125, 7.48, 7.375, 7.695, 8.91, 10.64, 14.39, 27.57, 32.89, 46.43, 81.26, 142.4, 252.7),
+            4: (9.835, 9.925, 10.12, 10.96, 11.11, 11.47, 11.53, 11.76, 14.81, 18.18, 27.31, 41.46, 62.42, 99.27, 172.9, 323.9),
+            8: (15.84, 15.96, 16.39, 16.63, 18.72, 18.66, 19.01, 19.29, 19.55, 25.41, 38.62, 50.41, 79.23, 122.3, 198.7, 322.9),
+        },
+        "custom": {
+            2: (4.214, 4.3, 4.376, 4.493, 4.436, 4.515, 4.751, 5.18, 6.315, 8.34, 12.38, 20.24, 44.96, 81.42, 156.3, 306.7),
+            4: (4.578, 4.703, 4.81, 4.832, 4.904, 5.234, 5.8, 7.178, 11.4, 12.76, 18.6, 30.25, 53.53, 98.77, 191.2, 329.9),
+            8: (4.649, 5.554, 5.108, 5.31, 5.581, 6.411, 7.864, 10.79, 11.99, 14.97, 19.39, 30.81, 50.7, 92.38, 177.8, 344.0),
+        },
+    },
+    "B200": {
+        "nccl": {
+            2: (9.31, 9.39, 9.83, 10.31, 10.5, 10.79, 10.94, 10.85, 12.12, 13.61, 18.89, 36.63, 41.24, 52.64, 82.97, 146.5),
+            4: (14.48, 14.77, 15.15, 15.55, 16.11, 16.3, 16.5, 16.82, 16.83, 18.95, 23.81, 35.61, 85.07, 95.58, 119.5, 181.4),
+            8: (26.47, 25.46, 26.08, 27.85, 28.19, 28.91, 28.95, 29.75, 30.19, 29.0, 31.79, 54.46, 72.39, 100.0, 171.7, 275.3),
+        },
+        "custom": {
+            2: (6.995, 6.972, 6.993, 7.098, 7.006, 7.083, 7.404, 7.659, 9.437, 13.12, 25.34, 33.67, 50.55, 57.43, 87.16, 155.1),
+            4: (7.073, 7.139, 7.132, 7.363, 7.395, 7.395, 8.06, 8.629, 18.02, 18.42, 23.76, 29.96, 43.23, 68.01, 119.0, 187.4),
+            8: (7.463, 7.791, 7.824, 8.073, 8.216, 8.641, 9.361, 25.8, 26.15, 17.17, 20.72, 26.31, 39.24, 63.21, 111.3, 222.8),
+        },
+    },
+}
 
 SOURCES = {
     "RTX PRO 6000": "memory as NVML reports it on the Server Edition (97,887 MiB, issue 15); bandwidth and peaks from "
@@ -147,15 +205,17 @@ def gpu_spec(gpu_name, device_spec=None):
             name, spec = key, entry
             break
     spec = dict(spec, cuda_graphs=True, source=SOURCES.get(name, ""))
+    spec["allreduce"] = dict(spec["allreduce"], curves_us=ALLREDUCE_CURVES_US.get(name))
     if device_spec:
         checked = check_device_spec(device_spec)
         name = checked.pop("name", None) or (gpu_name or name)
         allreduce = dict(spec["allreduce"])
-        # A flat figure given by the caller stands for every rank count.
+        # A flat figure given by the caller stands for every rank count and message (the profiled curves go).
         for key, table in (("allreduce_latency_us", "nccl_us"), ("custom_allreduce_us", "custom_us"),
                            ("link_busbw_gbs", "busbw_gbs")):
             if key in checked:
                 allreduce[table] = {2: checked.pop(key)}
+                allreduce["curves_us"] = None
         spec.update(checked)
         spec["allreduce"] = allreduce
         spec["source"] = "device_spec given by the caller, over %s" % spec["source"]
@@ -190,16 +250,35 @@ def uses_custom_allreduce(world_size, size_bytes, link):
 
 
 def table_allreduce_us(world_size, size_bytes, spec, link):
-    """One all-reduce as vLLM runs it: its custom kernel where vLLM enables it,
-    else NCCL; a latency by rank count plus 2 (n - 1) / n of the message at
-    the bus bandwidth."""
+    """One all-reduce as vLLM runs it: its custom kernel where vLLM enables it, else NCCL. From the profiled curve
+    of that kernel at this message size where the device has one for its own link (ALLREDUCE_CURVES_US), else a
+    latency by rank count plus 2 (n - 1) / n of the message at the bus bandwidth."""
     if world_size < 2:
         return 0.0
     table = spec["allreduce"]
+    custom = bool(table.get("custom_us")) and uses_custom_allreduce(world_size, size_bytes, link)
+    # Profiled on the device's own link: a link the caller says differs (NVLink on a PCIe card) takes the line.
+    curves = (table.get("curves_us") or {}).get("custom" if custom else "nccl") if link == spec.get("link") else None
+    if curves:
+        return by_ranks(dict((ranks, curve_us(curve, size_bytes, by_ranks(table["busbw_gbs"], ranks), ranks))
+                             for ranks, curve in curves.items()), world_size)
     wire = 2.0 * (world_size - 1) / world_size * size_bytes / (by_ranks(table["busbw_gbs"], world_size) * 1e3)
-    if table.get("custom_us") and uses_custom_allreduce(world_size, size_bytes, link):
-        return by_ranks(table["custom_us"], world_size) + wire
-    return by_ranks(table["nccl_us"], world_size) + wire
+    return by_ranks(table["custom_us" if custom else "nccl_us"], world_size) + wire
+
+
+def curve_us(curve, size_bytes, busbw_gbs, ranks):
+    """A profiled curve (microseconds at ALLREDUCE_MESSAGE_BYTES) at ``size_bytes``: log-log between its points,
+    its first point below them, and past the last the extra bytes at the bus bandwidth."""
+    sizes = ALLREDUCE_MESSAGE_BYTES
+    if size_bytes <= sizes[0]:
+        return curve[0]
+    if size_bytes >= sizes[-1]:
+        return curve[-1] + 2.0 * (ranks - 1) / ranks * (size_bytes - sizes[-1]) / (busbw_gbs * 1e3)
+    for index in range(1, len(sizes)):
+        if size_bytes <= sizes[index]:
+            share = math.log(size_bytes / float(sizes[index - 1])) / math.log(sizes[index] / float(sizes[index - 1]))
+            return math.exp(math.log(curve[index - 1]) + share * (math.log(curve[index]) - math.log(curve[index - 1])))
+    return curve[-1]
 
 
 def collective_us(world_size, size_bytes, spec):

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import os
 
 import pytest
@@ -72,9 +73,12 @@ def test_measured_time_is_interpolated_between_sizes_and_clamped():
 def test_compare_reports_the_planners_table_figure_against_the_measured_one():
     rows = probe.compare(made_up_8gpu_probe(40.0), 7168, gpu_name="NVIDIA RTX PRO 6000 Blackwell", link="pcie")
     spec = gpu_spec("NVIDIA RTX PRO 6000 Blackwell")[1]
-    # Table: NCCL on 8 PCIe GPUs (vLLM has no custom all-reduce there): the small-message time at 8 ranks and
-    # 2 * 7/8 of 14336 B at the bus bandwidth (aiconfigurator's RTX PRO 6000 figures).
-    table = (spec["allreduce"]["nccl_us"][8] + 2 * 7 / 8.0 * 14336 / (spec["allreduce"]["busbw_gbs"][8] * 1e3))
+    # Table: NCCL on 8 PCIe GPUs (vLLM has no custom all-reduce there), aiconfigurator's profiled RTX PRO 6000 curve
+    # between its 8 KiB and 16 KiB points (26.67 and 27.04 us), log-log at 14336 B.
+    curve = spec["allreduce"]["curves_us"]["nccl"][8]
+    share = math.log(14336 / 8192.0) / math.log(2.0)
+    table = math.exp(math.log(curve[2]) + share * (math.log(curve[3]) - math.log(curve[2])))
+    assert (curve[2], curve[3]) == (26.67, 27.04)
     assert rows == [{"gpus": 8, "bytes": 14336, "predicted_us": round(table, 3), "measured_us": 40.0,
                      "ratio": round(table / 40.0, 3)}]
 

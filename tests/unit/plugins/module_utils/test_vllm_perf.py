@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+import json
 import os
 
 import pytest
@@ -151,13 +152,41 @@ def test_custom_all_reduce_only_where_vllm_enables_it():
 
 
 def test_all_reduce_latency_is_interpolated_between_rank_counts_and_grows_with_bytes():
-    rtx = hw.gpu_spec(RTX)[1]
-    table = rtx["allreduce"]["nccl_us"]
+    # A caller's flat figures (no profiled curve): a latency by rank count plus the message at the bus bandwidth.
+    rtx = hw.gpu_spec(RTX, {"allreduce_latency_us": 25.0})[1]
+    assert rtx["allreduce"]["curves_us"] is None
+    table = hw.gpu_spec(RTX)[1]["allreduce"]["nccl_us"]
     assert hw.by_ranks(table, 6) == pytest.approx((table[4] + table[8]) / 2.0)
     assert hw.by_ranks(table, 16) == table[8]
     small = hw.table_allreduce_us(8, 8192, rtx, "pcie")
     large = hw.table_allreduce_us(8, 8 * 1024 * 1024, rtx, "pcie")
     assert large - small == pytest.approx(2 * 7 / 8.0 * (8 * 1024 * 1024 - 8192) / (rtx["allreduce"]["busbw_gbs"][8] * 1e3))
+
+
+def _profiled(system, impl, ranks):
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "perf", "aiconfigurator-0.12.json")) as handle:
+        allreduce = json.load(handle)["systems"][system]["allreduce"]
+    return allreduce["message_bytes"], [curve["latency_us"] for curve in allreduce["curves"]
+                                        if curve["impl"] == impl and curve["num_gpus"] == ranks][0]
+
+
+def test_all_reduce_takes_aiconfigurators_profiled_curve_at_the_messages_size():
+    # A decode step's messages (16 KiB to a few MiB) take 1.5-2x what a latency plus the bus bandwidth gives: vLLM's
+    # custom all-reduce on 8 H100s, profiled in a CUDA graph, takes 10.79 us for 256 KiB where the line gave 5.9.
+    h100 = hw.gpu_spec("NVIDIA H100 80GB HBM3")[1]
+    sizes, custom = _profiled("h100_sxm", "vllm_custom_allreduce:vllm_graph", 8)
+    for size, latency in zip(sizes, custom):
+        if hw.uses_custom_allreduce(8, size, "nvlink"):
+            assert hw.table_allreduce_us(8, size, h100, "nvlink") == pytest.approx(latency)
+    # Between two profiled sizes, log-log; NCCL where vLLM does not use its kernel (more than two PCIe GPUs).
+    middle = hw.table_allreduce_us(8, 3 * 65536, h100, "nvlink")
+    assert custom[6] < middle < custom[7]
+    sizes, nccl = _profiled("rtx_pro_6000_server", "nccl_all_reduce", 8)
+    rtx = hw.gpu_spec(RTX)[1]
+    assert hw.table_allreduce_us(8, 262144, rtx, "pcie") == pytest.approx(nccl[sizes.index(262144)])
+    # Past the largest profiled message, its time plus the extra bytes at the bus bandwidth.
+    past = hw.table_allreduce_us(8, sizes[-1] * 2, rtx, "pcie")
+    assert past == pytest.approx(nccl[-1] + 2 * 7 / 8.0 * sizes[-1] / (rtx["allreduce"]["busbw_gbs"][8] * 1e3))
 
 
 def test_tp_communication_two_all_reduces_per_layer_and_one_more_for_minimax_qk_norm():
