@@ -117,6 +117,24 @@ def open_loop_errors(sweep, estimate):
     return rows
 
 
+def outside_engine(level):
+    """Whether every SLO miss of a level is a p99 TTFT that vLLM's own histogram put within the SLO (the bench says
+    so in the miss: the time passed outside the engine, on this machine its stalls)."""
+    misses = level.get("slo_misses") or []
+    return bool(misses) and all("outside the engine" in miss for miss in misses)
+
+
+def engine_side_rate(sweep):
+    """The max sustainable rate with the levels whose misses passed outside the engine counted as met, and how many
+    such levels there were; (None, 0) for a recording made before the bench read vLLM's TTFT histogram."""
+    levels = sweep["rate_levels"]
+    if not any(level.get("server_ttft_ms") for level in levels):
+        return None, 0
+    outside = [level for level in levels if outside_engine(level)]
+    judged = [dict(level, slo_met=True, slo_misses=[]) if level in outside else level for level in levels]
+    return bench_traffic.max_sustainable(judged, SWEEP["goodput"])[0], len(outside)
+
+
 def judge_repeat(record, sweep):
     """One repeat: its calibration from its closed loop, and the predictions against its open loop."""
     device_spec, model_dir = record["device_spec"], record.get("model_dir", "tiny-llama")
@@ -124,7 +142,7 @@ def judge_repeat(record, sweep):
     uncalibrated = predict(device_spec, sweep, model_dir)
     calibration = vllm_perf.calibration_from_levels(uncalibrated, sweep["levels"], source="closed loop")
     calibrated = predict(device_spec, sweep, model_dir, calibration)
-    return {"measured_rate": measured_rate, "calibration": calibration,
+    return {"measured_rate": measured_rate, "engine_side": engine_side_rate(sweep), "calibration": calibration,
             "estimates": (("uncalibrated", uncalibrated), ("calibrated", calibrated))}
 
 
@@ -144,6 +162,10 @@ def _print_repeat(index, sweep, judged):
         rate, measured = estimate.get("max_sustainable_rate"), judged["measured_rate"]
         print("  %-13s max sustainable rate: predicted %s against %s req/s measured (%s)" % (
             label, rate, measured, "%+.1f %%" % _error(rate, measured) if rate and measured else "n/a"))
+    engine_rate, outside = judged["engine_side"]
+    if outside:
+        print("  %d level(s) missed the SLO only on a p99 TTFT that vLLM's own histogram put within it; counted as met,"
+              " the max sustainable rate would be %s req/s" % (outside, engine_rate))
 
 
 def report(record, summary=False):
@@ -172,6 +194,20 @@ def report(record, summary=False):
                 label, ", ".join("%+.1f %%" % error for error in errors), median))
     print("goal (issue 32): the calibrated max sustainable rate within +-25 %% of the measured one (median of "
           "repeats): %s" % ("no measured rate" if median is None else "met" if abs(median) <= 25 else "NOT met"))
+    _print_engine_side(judged)
+
+
+def _print_engine_side(judged):
+    """Beside the goal, not instead of it: the rates with the misses that passed outside the engine counted as met."""
+    pairs = [(one["engine_side"][0], one["estimates"][1][1].get("max_sustainable_rate") or 0.0) for one in judged
+             if one["engine_side"][0]]
+    if not pairs or not any(one["engine_side"][1] for one in judged):
+        return
+    errors = [_error(predicted, measured) for measured, predicted in pairs]
+    print("not the goal, an explanation: with the TTFT misses outside the engine counted as met, the measured rates "
+          "are %s req/s and the calibrated error per repeat %s, median %+.1f %%" % (
+              [measured for measured, _p in pairs], ", ".join("%+.1f %%" % error for error in errors),
+              statistics.median(errors)))
 
 
 def main(argv=None):

@@ -401,6 +401,15 @@ levels:
     server_metrics:
       description: Deltas of vLLM's C(/metrics) over the level (preemptions, queue time, finished requests); empty when unavailable.
       type: dict
+    server_ttft_ms:
+      description:
+        - vLLM's own time to first token over the level, from the change of its C(vllm:time_to_first_token_seconds)
+          histogram - C(requests), C(p50_ms_at_most) and C(p99_ms_at_most) (the upper bound of the bucket each
+          percentile falls in; null past the last finite bucket). Null when C(/metrics) lacks it.
+        - Beside the client's RV(levels[].ttft_ms) it says where a slow first token waited. When the client's p99 TTFT
+          misses the SLO but vLLM's own p99 is within it, RV(levels[].slo_misses) says the rest passed outside the
+          engine (the network, the HTTP front end or the client).
+      type: dict
     client_cpu_s:
       description: CPU seconds (user + system) this module spent sending and timing the level's requests.
       type: float

@@ -225,7 +225,7 @@ def print_serve_calibrated(rows):
 
 
 # The rig's open loops (scripts/rig_rate_eval.py --json): tiny-llama and tiny-qwen3-moe, several repeats each.
-RIG_RATE_RECORDINGS = ("rig-rate-vllm-cpu.json", "rig-rate-vllm-cpu-moe.json")
+RIG_RATE_RECORDINGS = ("rig-rate-vllm-cpu.json", "rig-rate-vllm-cpu-moe.json", "rig-rate-vllm-cpu-moe-ttft.json")
 
 
 def print_rig_rate():

@@ -837,15 +837,27 @@ def vocabulary(request: SweepRequest, model_entry: Dict[str, Any]) -> Tuple[int,
     return size, config
 
 
-def scrape(request: SweepRequest) -> Optional[Dict[str, float]]:
-    """The SERVER_COUNTERS of /metrics now, or None when turned off or unavailable."""
+def parse_server_figures(text):
+    """The SERVER_COUNTERS of /metrics text, and vLLM's TTFT histogram's buckets under traffic.SERVER_TTFT_HISTOGRAM
+    (le -> cumulative count); {} for a body that is not Prometheus text."""
+    try:
+        samples = prometheus_text.parse_exposition(text)
+        figures = prometheus_text.sums(samples, set(SERVER_COUNTERS))
+        figures[traffic.SERVER_TTFT_HISTOGRAM] = prometheus_text.buckets(samples, traffic.SERVER_TTFT_HISTOGRAM)
+    except prometheus_text.ExpositionError:
+        return {}
+    return figures
+
+
+def scrape(request: SweepRequest) -> Optional[Dict[str, Any]]:
+    """parse_server_figures of /metrics now, or None when turned off or unavailable."""
     if not request.scrape_metrics:
         return None
     try:
         text = _http_get(request, request.base_url.rstrip("/") + "/metrics")
     except (HTTPError, URLError, OSError, ValueError):
         return None
-    return parse_prometheus(text, set(SERVER_COUNTERS))
+    return parse_server_figures(text)
 
 
 def reachable(request: SweepRequest) -> bool:
@@ -1016,7 +1028,9 @@ class LevelProbe:
         level["client_cpu_s"] = round(cpu_seconds() - self.cpu_before, 3)
         sent = level["requests"] + level.get("abandoned", 0)
         level["client_cpu_ms_per_request"] = round(1000.0 * level["client_cpu_s"] / sent, 3) if sent else None
-        level["server_metrics"] = server_deltas(self.before, scrape(self.request))
+        after = scrape(self.request)
+        level["server_metrics"] = server_deltas(self.before, after)
+        level["server_ttft_ms"] = traffic.server_ttft(self.before, after)
         level["prefix_cache_hit_rate"] = traffic.prefix_hit_rate(level["server_metrics"])
         return traffic.judge(level, slo_of(self.request))
 

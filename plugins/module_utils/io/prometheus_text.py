@@ -148,6 +148,20 @@ def format_sample(name, labels, value):
     return "%s%s %s" % (name, "{%s}" % text if text else "", number)
 
 
+def buckets(samples, name):
+    """A histogram's cumulative counts: upper bound ``le`` (a float, ``inf`` for +Inf) -> count summed over every
+    other label, from the ``<name>_bucket`` samples; {} when there are none."""
+    totals = {}
+    for sample_name, labels, value in samples:
+        if sample_name == name + "_bucket" and "le" in labels:
+            try:
+                bound = parse_value(labels["le"])
+            except ValueError:
+                raise ExpositionError("%s_bucket has le=%r, not a number" % (name, short_text(labels["le"])))
+            totals[bound] = totals.get(bound, 0.0) + value
+    return totals
+
+
 def sums(samples, names):
     """name -> the sum of its samples (every label set) for each of ``names`` present."""
     totals = {}

@@ -177,6 +177,43 @@ def test_a_level_meets_the_slo_when_its_p99s_hold_and_nothing_failed():
     assert traffic.judge(level(), None)["slo_met"] is None
 
 
+HISTOGRAM = traffic.SERVER_TTFT_HISTOGRAM
+
+
+def ttft_buckets(**counts):
+    """le -> cumulative count, from keyword names like le_0_1=5 (0.1 s) and inf=9."""
+    return {float("inf") if name == "inf" else float(name[3:].replace("_", ".")): value for name, value in counts.items()}
+
+
+def test_vllms_own_ttft_percentiles_are_the_bounds_of_the_buckets_that_hold_them_over_the_level():
+    before = {HISTOGRAM: ttft_buckets(le_0_01=10.0, le_0_1=20.0, le_0_25=20.0, le_1_0=20.0, inf=20.0)}
+    # 100 requests over the level: 60 under 10 ms, 39 more under 100 ms, one between 250 ms and 1 s.
+    after = {HISTOGRAM: ttft_buckets(le_0_01=70.0, le_0_1=119.0, le_0_25=119.0, le_1_0=120.0, inf=120.0)}
+    assert traffic.server_ttft(before, after) == {"requests": 100, "p50_ms_at_most": 10.0, "p99_ms_at_most": 100.0}
+    # Two requests over a second: the p99 falls past the last finite bucket, which bounds nothing.
+    beyond = {HISTOGRAM: ttft_buckets(le_0_01=70.0, le_0_1=118.0, le_0_25=118.0, le_1_0=118.0, inf=120.0)}
+    assert traffic.server_ttft(before, beyond)["p99_ms_at_most"] is None
+
+
+def test_without_the_histogram_before_and_after_or_requests_vllms_own_ttft_is_none():
+    after = {HISTOGRAM: ttft_buckets(le_0_1=5.0, inf=5.0)}
+    assert traffic.server_ttft(None, after) is None
+    assert traffic.server_ttft({}, after) is None
+    assert traffic.server_ttft(after, {HISTOGRAM: {}}) is None
+    assert traffic.server_ttft(after, after) is None
+
+
+def test_a_ttft_miss_that_vllm_did_not_see_is_said_to_have_passed_outside_the_engine():
+    slo = {"ttft_ms": 200.0, "tpot_ms": 10.0}
+    outside = dict(level(p99_ttft=432.5, p99_tpot=12.0), server_ttft_ms={"requests": 80, "p99_ms_at_most": 100.0})
+    assert traffic.judge(outside, slo)["slo_misses"] == [
+        "p99 TTFT 432.5 ms > 200 ms (vLLM's own p99 TTFT was at most 100 ms: the rest passed outside the engine, in "
+        "the network, the HTTP front end or the client)", "p99 TPOT 12.0 ms > 10 ms"]
+    for own in (250.0, None):
+        inside = dict(level(p99_ttft=432.5), server_ttft_ms={"requests": 80, "p99_ms_at_most": own})
+        assert traffic.judge(inside, slo)["slo_misses"] == ["p99 TTFT 432.5 ms > 200 ms"]
+
+
 def test_the_prefix_cache_hit_rate_is_hits_over_queries_of_the_level():
     assert traffic.prefix_hit_rate({"vllm:prefix_cache_queries_total": 800.0, "vllm:prefix_cache_hits_total": 200.0}) == 0.25
     assert traffic.prefix_hit_rate({"vllm:prefix_cache_queries_total": 0.0, "vllm:prefix_cache_hits_total": 0.0}) is None

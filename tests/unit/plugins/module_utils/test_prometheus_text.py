@@ -68,6 +68,25 @@ def test_sums_add_every_label_set_of_the_names_asked():
     assert prometheus_text.sums(samples, {"a", "c"}) == {"a": 3.0}
 
 
+def test_a_histograms_buckets_are_its_cumulative_counts_by_bound_over_every_other_label_as_the_library_reads_them():
+    with open(FIXTURE) as handle:
+        text = handle.read()
+    name = "vllm:time_to_first_token_seconds"
+    ours = prometheus_text.buckets(prometheus_text.parse_exposition(text), name)
+    theirs = {}
+    for sample in [s for family in parser.text_string_to_metric_families(text) for s in family.samples]:
+        if sample.name == name + "_bucket":
+            bound = float(sample.labels["le"])
+            theirs[bound] = theirs.get(bound, 0.0) + sample.value
+    assert ours == theirs and ours[0.01] == 5.0 and ours[float("inf")] == 6.0
+    two = prometheus_text.parse_exposition('h_bucket{e="0",le="0.1"} 1\nh_bucket{e="1",le="0.1"} 2\nh_count 3\n')
+    assert prometheus_text.buckets(two, "h") == {0.1: 3.0}
+    assert prometheus_text.buckets(two, "other") == {}
+    bad = prometheus_text.parse_exposition('h_bucket{le="soon"} 1\n')
+    with pytest.raises(prometheus_text.ExpositionError, match="h_bucket has le='soon', not a number"):
+        prometheus_text.buckets(bad, "h")
+
+
 def test_a_written_sample_reads_back_with_its_quote_backslash_and_newline_as_the_library_reads_it():
     labels = {"unit": 'a"} 1\nforged{unit="b', "path": "back\\slash", "plain": "vllm-a.service"}
     line = prometheus_text.format_sample("m", labels, 2.5) + "\n"
