@@ -20,8 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from perf_points_eval import (  # noqa: E402  pylint: disable=wrong-import-position
-    EXPERIMENT_RECORDINGS, band_errors, evaluate_points, h100_gpu_steps, h100_kv_steps, h100_steps, h200_recordings,
-    h200_waves, reference_box, serve_recordings)
+    EXPERIMENT_RECORDINGS, band_errors, evaluate_points, gpt_oss_single_stream, h100_gpu_steps, h100_kv_steps,
+    h100_steps, h200_recordings, h200_waves, reference_box, serve_recordings)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_error_bands import bands_from_errors  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -156,6 +156,19 @@ def print_serve(rows):
     print()
 
 
+def print_gpt_oss():
+    rows = gpt_oss_single_stream()
+    if not rows:
+        return
+    print("MXFP4 on Hopper: gpt-oss-120b on one H100, vLLM 0.24's TRITON (matmul_ogs) MoE backend, one client "
+          "decode (prompts and batched levels not counted: with dummy weights the router's bias routes every token to the "
+          "same experts)")
+    for row in rows:
+        print("%-22s %-6s %-16s %-20s measured %9.1f  predicted %9.1f  %+7.1f %%" % (
+            row["model"], row["loop"], row["level"], row["figure"], row["measured"], row["predicted"], row["error_pct"]))
+    print()
+
+
 def print_async_experiment(default_rows, sync_rows):
     """The open loop with and without async scheduling, measured and predicted, model by model and level by level."""
     if not sync_rows:
@@ -254,6 +267,7 @@ def main():
     print_serve(serving)
     print_serve_calibrated(serve_recordings(calibrated=True))
     print_async_experiment(serving, serve_recordings(recordings=EXPERIMENT_RECORDINGS))
+    print_gpt_oss()
     print_bands(band_errors(serving, waves))
     print_rig_rate()
     print_reference_box()

@@ -448,6 +448,27 @@ def _serve_model_rows(name, entry, calibrated=False):
     return rows
 
 
+# gpt-oss-120b served on one H100 (record_h200_serve.py gpt_oss_120b; vLLM 0.24 chose its 'TRITON' MXFP4 MoE backend,
+# OpenAI's matmul_ogs, the machine's image having triton_kernels). With dummy weights its router's logits are its
+# bias (the normed hidden state times a weight of +-1e-3 is ~5e-5 against a bias of ~1e-3), so every token picks the
+# same four experts: TPOT stayed at 4.6-6.3 ms from 1 to 16 clients, and at 16 the step was shorter than reading the
+# ~51 experts independent tokens pick (24 GB, 7.2 ms at the H100's peak). A prompt routes alike too (its 1024 tokens
+# read 4 experts a layer, not up to 128), so only one client's decode step stands for real serving: its token picks
+# four experts whatever the weights. The recording is kept out of SERVE_RECORDINGS and the error bands.
+GPT_OSS_RECORDING = "h100-serve-gpt-oss-0.24.json"
+
+
+def gpt_oss_single_stream():
+    """The single client's TPOT in the gpt-oss-120b recording (MXFP4 on Hopper: the family's one measured point)
+    against the planner: rows as serve_recordings'; [] without the recording."""
+    served = (_recording(GPT_OSS_RECORDING) or {}).get("models") or {}
+    rows = []
+    for name, entry in sorted(served.items()):
+        rows.extend(row for row in _serve_model_rows(name, entry)
+                    if row["level"] == "C=1" and row["figure"].startswith("tpot_ms"))
+    return rows
+
+
 # The figures of the validation data, by the band they measure (vllm_error_bands.FIGURES).
 BAND_FIGURES = {"ttft_ms median": "ttft", "ttft_ms p99": "ttft", "tpot_ms median": "tpot", "tpot_ms p99": "tpot",
                 "output_tokens_per_s": "throughput"}
