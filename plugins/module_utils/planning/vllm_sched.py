@@ -444,9 +444,11 @@ def level_traffic(workload, engines, concurrency=None, rate=None, waves=4):
 
 
 def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None, rate=None, slo=None, seed=0,
-                   waves=4):
+                   waves=4, step_costs=None):
     """The figures of one level, closed loop (``concurrency``) or open loop (``rate``, requests/s or inf), as
-    vllm_bench reports a level: p50/p90/p99 of TTFT, TPOT and E2E, request and output throughput, goodput."""
+    vllm_bench reports a level: p50/p90/p99 of TTFT, TPOT and E2E, request and output throughput, goodput.
+    ``step_costs``: a dict the levels of one plan share (busy engines -> StepCosts), so that a step shape costed for
+    one level is not costed again for the next (the same ``step``, so the same seconds)."""
     count, engine_rate, burstiness, cap, busy = level_traffic(workload, engines, concurrency, rate, waves)
     rng = random.Random(seed)
     inputs, outputs = traffic.sample_lengths(count, workload["input_len"], workload["output_len"],
@@ -455,7 +457,8 @@ def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None,
     overhead = REQUEST_OVERHEAD_MS * 1e-3 + step.extra_overhead_s
     clients = Traffic(list(zip(inputs, outputs)), offsets, cap, workload.get("prefix_len") or 0, overhead)
     engine = Engine(limits, kv_tokens, prefix_cached=bool(workload.get("prefix_len")))
-    seconds = run_engine(engine, clients, StepCosts(step, busy), getattr(step, "async_scheduling", False))
+    costs = StepCosts(step, busy) if step_costs is None else step_costs.setdefault(busy, StepCosts(step, busy))
+    seconds = run_engine(engine, clients, costs, getattr(step, "async_scheduling", False))
     return level_figures(clients.requests, seconds, busy, engine.preemptions, slo, concurrency=concurrency, rate=rate)
 
 
@@ -536,14 +539,15 @@ def refine_estimate(estimate, step, limits, kv_tokens, workload, engines, constr
     levels and, with ``workload.goodput`` (the SLO), the max sustainable rate. Throughput and TPOT stay the
     closed form's (what the model was validated on); the levels' ``simulated`` figures carry the simulation's."""
     slo = workload.get("goodput") or {}
+    shared = {}
     for figures in estimate["levels"]:
         if figures["running"]:
-            _overlay(figures, simulate_level(step, limits, kv_tokens, workload, engines,
+            _overlay(figures, simulate_level(step, limits, kv_tokens, workload, engines, step_costs=shared,
                                              concurrency=figures["concurrency"], slo=slo, waves=PLANNER_WAVES), step)
     estimate["peak_output_tokens_per_s"], estimate["saturation_concurrency"] = summarize_levels(
         estimate["levels"], constraints)
     if workload.get("request_rate"):
-        rate_levels = rate_sweep(step, limits, kv_tokens, workload, engines, slo)
+        rate_levels = rate_sweep(step, limits, kv_tokens, workload, engines, slo, step_costs=shared)
         best, reason = traffic.max_sustainable(rate_levels, slo)
         estimate.update(rate_levels=rate_levels, max_sustainable_rate=best, max_sustainable_rate_reason=reason)
     estimate["ttft_model"] = "scheduler simulation"
@@ -577,14 +581,15 @@ def _in_units(prefix, split, parts, step):
     return dict(("%s_%s" % (prefix, name), round(ms / unit, 4) if unit else 0.0) for name, (ms, unit) in units.items())
 
 
-def rate_sweep(step, limits, kv_tokens, workload, engines, slo):
+def rate_sweep(step, limits, kv_tokens, workload, engines, slo, step_costs=None):
     """The workload's rates, then with an SLO up to SEARCH_STEPS more between the last that met it and the
     first that did not (bench_traffic.next_search_rate, as vllm_bench searches)."""
-    levels = [simulate_level(step, limits, kv_tokens, workload, engines, rate=traffic.parse_rate(rate), slo=slo)
-              for rate in workload["request_rate"]]
+    levels = [simulate_level(step, limits, kv_tokens, workload, engines, rate=traffic.parse_rate(rate), slo=slo,
+                             step_costs=step_costs) for rate in workload["request_rate"]]
     for dummy in range(SEARCH_STEPS if slo else 0):
         rate = traffic.next_search_rate(levels, slo)
         if rate is None:
             break
-        levels.append(simulate_level(step, limits, kv_tokens, workload, engines, rate=rate, slo=slo))
+        levels.append(simulate_level(step, limits, kv_tokens, workload, engines, rate=rate, slo=slo,
+                                     step_costs=step_costs))
     return sorted(levels, key=lambda level: traffic.INF if level["request_rate"] == "inf" else level["request_rate"])

@@ -240,3 +240,14 @@ def test_with_async_scheduling_a_request_that_comes_during_a_step_also_waits_for
     # Async: also for the step built before it came, the first request's lone decode step.
     second = 8.0 + 15.24 + 10.1 + 20.34
     assert overlapped["ttft_ms"]["p50"] == pytest.approx((first + second) / 2.0, rel=1e-3)
+
+
+def test_the_levels_of_one_plan_cost_each_step_shape_once_and_alike():
+    step, shared = LinearSteps(), {}
+    settled = {"input_len": 1024, "output_len": 11}
+    first = sched.simulate_level(step, LIMITS, ROOMY_KV, settled, 1, concurrency=4, step_costs=shared)
+    costed = len(step.calls)
+    again = sched.simulate_level(step, LIMITS, ROOMY_KV, settled, 1, concurrency=4, step_costs=shared)
+    assert costed and len(step.calls) == costed and again == first
+    alone = sched.simulate_level(step, LIMITS, ROOMY_KV, settled, 1, concurrency=4)
+    assert len(step.calls) > costed and alone == first
