@@ -117,22 +117,17 @@ def open_loop_errors(sweep, estimate):
     return rows
 
 
-def outside_engine(level):
-    """Whether every SLO miss of a level is a p99 TTFT that vLLM's own histogram put within the SLO (the bench says
-    so in the miss: the time passed outside the engine, on this machine its stalls)."""
-    misses = level.get("slo_misses") or []
-    return bool(misses) and all("outside the engine" in miss for miss in misses)
-
-
 def engine_side_rate(sweep):
-    """The max sustainable rate with the levels whose misses passed outside the engine counted as met, and how many
-    such levels there were; (None, 0) for a recording made before the bench read vLLM's TTFT histogram."""
+    """The max sustainable rate with the levels that missed the SLO only outside the engine (vLLM's own p99 TTFT
+    within it: bench_traffic.missed_only_outside_engine) counted as met, and how many such levels there were;
+    (None, 0) for a recording made before the bench read vLLM's TTFT histogram."""
     levels = sweep["rate_levels"]
     if not any(level.get("server_ttft_ms") for level in levels):
         return None, 0
-    outside = [level for level in levels if outside_engine(level)]
-    judged = [dict(level, slo_met=True, slo_misses=[]) if level in outside else level for level in levels]
-    return bench_traffic.max_sustainable(judged, SWEEP["goodput"])[0], len(outside)
+    outside = [bench_traffic.missed_only_outside_engine(level, SWEEP["goodput"]) for level in levels]
+    judged = [dict(level, slo_met=True, slo_misses=[]) if met_inside else level
+              for level, met_inside in zip(levels, outside)]
+    return bench_traffic.max_sustainable(judged, SWEEP["goodput"])[0], sum(outside)
 
 
 def judge_repeat(record, sweep):

@@ -321,13 +321,27 @@ def server_ttft(before, after):
             "p99_ms_at_most": _bucket_bound_ms(deltas, 0.99, total)}
 
 
+def _own_p99_ttft(level):
+    """vLLM's own p99 TTFT bound of a level (server_ttft), or None."""
+    return (level.get("server_ttft_ms") or {}).get("p99_ms_at_most")
+
+
 def _outside_engine(level, limit):
     """Why a p99 TTFT above ``limit`` was not the engine's, when vLLM's own histogram says so; else ''."""
-    own = (level.get("server_ttft_ms") or {}).get("p99_ms_at_most")
+    own = _own_p99_ttft(level)
     if own is None or own > limit:
         return ""
     return (" (vLLM's own p99 TTFT was at most %g ms: the rest passed outside the engine, in the network, the HTTP "
             "front end or the client)" % own)
+
+
+def missed_only_outside_engine(level, slo):
+    """Whether a level missed the SLO and would have met it with vLLM's own p99 TTFT in place of the client's: its
+    only miss was time spent outside the engine."""
+    own = _own_p99_ttft(level)
+    if own is None or not slo_misses(level, slo):
+        return False
+    return not slo_misses(dict(level, ttft_ms=dict(level["ttft_ms"], p99=min(level["ttft_ms"]["p99"], own))), slo)
 
 
 def slo_misses(level, slo):

@@ -214,6 +214,20 @@ def test_a_ttft_miss_that_vllm_did_not_see_is_said_to_have_passed_outside_the_en
         assert traffic.judge(inside, slo)["slo_misses"] == ["p99 TTFT 432.5 ms > 200 ms"]
 
 
+def test_a_level_missed_only_outside_the_engine_when_vllms_own_p99_ttft_would_have_met_every_slo():
+    slo = {"ttft_ms": 200.0, "tpot_ms": 20.0}
+
+    def judged(p99_ttft, p99_tpot=10.0, own=40.0):
+        return traffic.judge(dict(level(p99_ttft=p99_ttft, p99_tpot=p99_tpot),
+                                  server_ttft_ms=None if own is None else {"p99_ms_at_most": own}), slo)
+
+    assert traffic.missed_only_outside_engine(judged(348.6), slo)
+    assert not traffic.missed_only_outside_engine(judged(348.6, p99_tpot=21.3), slo)
+    assert not traffic.missed_only_outside_engine(judged(605.0, own=250.0), slo)
+    assert not traffic.missed_only_outside_engine(judged(150.0), slo)
+    assert not traffic.missed_only_outside_engine(judged(348.6, own=None), slo)
+
+
 def test_the_prefix_cache_hit_rate_is_hits_over_queries_of_the_level():
     assert traffic.prefix_hit_rate({"vllm:prefix_cache_queries_total": 800.0, "vllm:prefix_cache_hits_total": 200.0}) == 0.25
     assert traffic.prefix_hit_rate({"vllm:prefix_cache_queries_total": 0.0, "vllm:prefix_cache_hits_total": 0.0}) is None
