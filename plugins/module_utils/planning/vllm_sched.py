@@ -84,9 +84,9 @@ class Request(object):
     __slots__ = ("index", "arrival", "visible", "prompt", "output", "prefix", "computed", "generated", "shared",
                  "first_token", "done", "epoch", "seen_at", "waited", "first_clocks", "decoded")
 
-    def __init__(self, index, arrival, prompt, output, prefix, overhead):
+    def __init__(self, index, arrival, prompt, output, prefix, visible):
         self.index, self.arrival, self.prompt, self.output, self.prefix = index, arrival, prompt, output, prefix
-        self.visible = arrival + overhead
+        self.visible = visible
         self.computed = self.generated = self.shared = self.epoch = 0
         self.first_token = self.done = None
         # The engine's clocks (Engine.clocks) when it saw the request, what they ran until its first token, their
@@ -299,8 +299,9 @@ class Traffic(object):
 
     def __init__(self, lengths, offsets, cap, prefix, overhead, service=0.0, host_s=0.0, rng=None):
         self.lengths, self.offsets, self.prefix, self.host_s, self.rng = lengths, offsets, prefix, host_s, rng
-        self.service, self.latency = service, max(0.0, overhead - service)
-        self.overhead = self.latency + service
+        self.latency = max(0.0, overhead - service)
+        # The API server's time for each request, drawn up front so that when the next one will be seen is known.
+        self.services = [self._service_s(service) for dummy in lengths]
         # When the API server is done with the last request it was sent.
         self.frontend_free = 0.0
         self.slots = [0.0] * cap if cap else None
@@ -316,27 +317,30 @@ class Traffic(object):
                     return
                 slot = heapq.heappop(self.slots)
             prompt, output = self.lengths[self.sent]
-            request = Request(self.sent, max(self.offsets[self.sent], slot), self.prefix + prompt, output,
-                              self.prefix, self.overhead)
-            request.visible = self.frontend_free = max(request.arrival + self.latency,
-                                                       self.frontend_free) + self._service_s()
+            arrival = max(self.offsets[self.sent], slot)
+            self.frontend_free = self._visible(arrival)
+            request = Request(self.sent, arrival, self.prefix + prompt, output, self.prefix, self.frontend_free)
             self.sent += 1
             self.unseen.append(request)
             self.requests.append(request)
 
-    def _service_s(self):
+    def _service_s(self, mean):
         # The API server's time varies from request to request (the event loop also streams the engine's outputs, the
         # OS shares its cores); held constant, the simulated closed loop locks its clients into groups that arrive
         # together wave after wave, which real clients do not keep.
-        return self.rng.expovariate(1.0 / self.service) if self.rng and self.service else self.service
+        return self.rng.expovariate(1.0 / mean) if self.rng and mean else mean
+
+    def _visible(self, arrival):
+        """When the engine sees the next request to send if it is sent at ``arrival``: after the latency, and after
+        the API server has handled the one before it and then this one."""
+        return max(arrival + self.latency, self.frontend_free) + self.services[self.sent]
 
     def next_visible(self):
         """When the engine next sees a request that is not in its queue yet (INF: only after a completion)."""
         upcoming = self.unseen[0].visible if self.unseen else traffic.INF
         if self.sent < len(self.lengths) and (self.slots is None or self.slots):
             slot = self.slots[0] if self.slots else 0.0
-            sent = max(self.offsets[self.sent], slot)
-            upcoming = min(upcoming, max(sent + self.latency, self.frontend_free) + self.service)
+            upcoming = min(upcoming, self._visible(max(self.offsets[self.sent], slot)))
         return upcoming
 
     def release(self, now, engine, cutoff=None):
