@@ -494,21 +494,22 @@ def simulate_level(step, limits, kv_tokens, workload, engines, concurrency=None,
     return level_figures(clients.requests, seconds, busy, engine.preemptions, slo, concurrency=concurrency, rate=rate)
 
 
-def _median_split(ranked):
-    """The clocks' split (ms) of the median of ``ranked`` [(figure, clocks' seconds)]: the two middle items for an
-    even count, as the p50 of numpy's percentile takes them."""
+def _median_split(ranked, names=("decode", "prefill", "launch")):
+    """The split (ms) of the median of ``ranked`` [(figure, seconds by name)]: the two middle items for an even
+    count, as the p50 of numpy's percentile takes them."""
     if not ranked:
         return None
     ranked.sort(key=lambda item: item[0])
     middle = [ranked[(len(ranked) - 1) // 2][1], ranked[len(ranked) // 2][1]]
-    return dict((name, round(sum(item[index] for item in middle) / 2.0 * 1e3, 3))
-                for index, name in enumerate(("decode", "prefill", "launch")))
+    return dict((name, round(sum(item[index] for item in middle) / 2.0 * 1e3, 3)) for index, name in enumerate(names))
 
 
 def _median_wait(done):
-    """What the engine ran while the median request (by TTFT) waited for its first token."""
-    return _median_split([(request.first_token - request.arrival, request.waited) for request in done
-                          if request.waited])
+    """What the engine ran while the median request (by TTFT) waited for its first token, and how long it took to
+    reach the engine (``frontend``: the request's latency, its turn at the API server and the server's time for it)."""
+    return _median_split([(request.first_token - request.arrival,
+                           tuple(request.waited) + (request.visible - request.arrival,)) for request in done
+                          if request.waited], names=("decode", "prefill", "launch", "frontend"))
 
 
 def _median_token(done):
@@ -614,7 +615,13 @@ def _in_units(prefix, split, parts, step):
                        + step.ratio_growth * parts["tpot_growth_ms"]),
              "prompts": (split["prefill"], step.ratio_prefill * parts["prefill_ms"] + parts.get("request_host_ms", 0.0)),
              "launches": (split["launch"], step.ratio_launch * parts["launch_ms"])}
-    return dict(("%s_%s" % (prefix, name), round(ms / unit, 4) if unit else 0.0) for name, (ms, unit) in units.items())
+    counted = dict(("%s_%s" % (prefix, name), round(ms / unit, 4) if unit else 0.0)
+                   for name, (ms, unit) in units.items())
+    if "frontend" in split:
+        # Before the engine saw it, without the calibration's extra overhead: no ratio scales that time, and with
+        # a CPU device's API server it holds the request's turn behind the others sent with it (a burst's TTFT).
+        counted["%s_frontend_ms" % prefix] = round(split["frontend"] - step.extra_overhead_s * 1e3, 4)
+    return counted
 
 
 def rate_sweep(step, limits, kv_tokens, workload, engines, slo, step_costs=None):

@@ -249,7 +249,18 @@ def test_the_median_requests_wait_is_split_into_decode_steps_and_prompts_that_ad
     wait = level["ttft_wait_ms"]
     assert wait["prefill"] > 0 and wait["launch"] == 0
     # 8 ms before the engine sees it, then the steps it waited for, its own prompt's among them.
+    assert wait["frontend"] == pytest.approx(8.0)
     assert 8.0 + wait["decode"] + wait["prefill"] == pytest.approx(level["ttft_ms"]["p50"], rel=0.01)
+
+
+def test_the_median_requests_turn_at_a_serial_api_server_is_part_of_its_wait():
+    # One burst of eight behind an API server of 5 ms a request (on average; the draws vary): the median request
+    # reaches the engine after the 3 ms of latency, its own turn and others' before it, not after 8 ms as alone.
+    # Calibration takes that time off its TTFT as no ratio's.
+    level = simulate(concurrency=8, requests_per_level=8, input_len=64, step=SerialFrontEnd())
+    wait = level["ttft_wait_ms"]
+    assert wait["frontend"] > 8.0 + 5.0
+    assert wait["frontend"] + wait["decode"] + wait["prefill"] == pytest.approx(level["ttft_ms"]["p50"], rel=0.01)
 
 
 @pytest.mark.parametrize("workload", CLOSED_AND_OPEN)
