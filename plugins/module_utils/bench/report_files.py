@@ -287,6 +287,16 @@ def write_png(module, path, png_renderer):
     os.chmod(path, REPORT_MODE)
 
 
+def make_output_dir(output_dir):
+    """Create the report folder unless it exists; several hosts of one play write theirs into the same folder at
+    once, so another may create it between the check and the call (a fleet CI run of 2026-12-07: File exists)."""
+    try:
+        os.makedirs(output_dir, 0o750)
+    except OSError:
+        if not os.path.isdir(output_dir):
+            raise
+
+
 def write_report(module, module_name, files, json_doc, markdown, png_renderer=None, check_mode=False,
                  history_line=None):
     """Write report ``files`` (from ``report_paths``) of ``module_name``, or in check mode say what would change.
@@ -304,8 +314,7 @@ def write_report(module, module_name, files, json_doc, markdown, png_renderer=No
     changes = planned_changes(files, contents, png_renderer, history_line)
     if check_mode:
         return {"files": files, "changed": bool(changes)}
-    if not os.path.isdir(output_dir):
-        os.makedirs(output_dir, 0o750)
+    make_output_dir(output_dir)
     for key in ("json", "markdown"):
         if key in changes:
             write_atomic(module, files[key], contents[key])

@@ -176,3 +176,16 @@ def test_the_prologue_names_a_bad_report_name():
     assert report_files.prologue_problem("../x", False) == "name: '../x' must be a plain file name"
     assert report_files.prologue_problem(" ", False) == "name: ' ' must be a plain file name"
     assert report_files.prologue_problem("run", False) is None
+
+
+def test_the_report_folder_another_host_created_meanwhile_is_used(tmp_path):
+    # Two hosts of one play write into one folder: the other created it between the check and this call.
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.bench import report_files as made
+    folder = str(tmp_path / "reports")
+    made.make_output_dir(folder)
+    made.make_output_dir(folder)  # exists now: no error
+    assert os.path.isdir(folder)
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    with pytest.raises(OSError):
+        made.make_output_dir(str(blocked))
