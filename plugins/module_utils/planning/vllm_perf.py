@@ -827,8 +827,8 @@ CALIBRATION_KEYS = ("step_fixed", "step_per_seq", "prefill", "launch")
 MAX_EXTRA_OVERHEAD_MS = 60000.0
 
 
-# The unknowns of _fit in order, and the ratio that says "as modelled" for the two a sweep may fail to set.
-FIT_UNKNOWNS = ("step_fixed", "step_per_seq", "prefill", "launch", "extra_request_overhead_ms")
+# The ratio that says "as modelled" for the two unknowns of _fit a sweep may fail to set (prefill, launch: indices
+# in _coefficients' order; the last unknown is the extra overhead).
 HELD_RATIOS = {2: 1.0, 3: 1.0}
 
 
@@ -856,9 +856,9 @@ def _bounded_least_squares(equations):
     solution = _weighted_least_squares(equations)
     if solution is None or all(solution[index] > 0 for index in HELD_RATIOS):
         return solution
-    pins = dict((index, HELD_RATIOS[index] if index in HELD_RATIOS and solution[index] <= 0 else solution[index])
-                for index in range(FIT_UNKNOWNS.index("extra_request_overhead_ms")))
-    return _pinned_least_squares(equations, pins)
+    held = [HELD_RATIOS[index] if index in HELD_RATIOS and value <= 0 else value
+            for index, value in enumerate(solution[:-1])]
+    return _pinned_least_squares(equations, dict(enumerate(held)))
 
 
 def _coefficients(parts, prefix, overhead):
@@ -900,14 +900,14 @@ def _fit(tpots, ttfts):
                   ([0.0, 0.0, 0.0, 1.0, 0.0], 1.0, PRIOR_WEIGHT),   # launches at EAGER_KERNEL_US
                   ([0.0, 0.0, 0.0, 0.0, 1.0], 0.0, PRIOR_WEIGHT)]   # no extra overhead (per millisecond)
     solution = _bounded_least_squares(equations)
+    single = sum(t for t, _p in tpots) / sum(p["tpot_base_ms"] + p["tpot_growth_ms"] for _t, p in tpots)
     if solution is None:
-        single = sum(t for t, _p in tpots) / sum(p["tpot_base_ms"] + p["tpot_growth_ms"] for _t, p in tpots)
         return single, single, 1.0, 1.0, 0.0
+    # The bounded fit leaves the prefill and launch ratios above zero; the overhead may still be below it.
     base, growth, prefill, launch, overhead = solution
     if base <= 0 or growth <= 0:
-        base = growth = sum(t for t, _p in tpots) / sum(p["tpot_base_ms"] + p["tpot_growth_ms"] for _t, p in tpots)
-    return (base, growth, prefill if prefill > 0 else 1.0, launch if launch > 0 else 1.0,
-            min(max(overhead, 0.0), MAX_EXTRA_OVERHEAD_MS))
+        base = growth = single
+    return base, growth, prefill, launch, min(max(overhead, 0.0), MAX_EXTRA_OVERHEAD_MS)
 
 
 def _matched_levels(estimate, measured_levels):
