@@ -155,6 +155,22 @@ def attention_parts(model, tp):
     ]
 
 
+def attention_activations(model, tp):
+    """Activation elements per token one layer's element-wise kernels read and write around its attention on one
+    GPU: two fused residual-add + RMSNorm kernels (each reads the residual and the input and writes both: 4 x
+    hidden), rotary embedding on the queries and keys (read and written), and the KV-cache write (keys and values
+    read, then written into the cache). The MLP's activation is added by layer_profile."""
+    hidden = model["hidden_size"]
+    heads = model["num_attention_heads"] / float(tp)
+    mla = model.get("mla")
+    if mla:
+        queries = heads * (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"])
+        keys = mla["kv_lora_rank"] + mla["qk_rope_head_dim"]
+        return 2 * 4 * hidden + 2 * (queries + keys) + 2 * keys
+    kv = max(1.0, model["num_key_value_heads"] / float(tp)) * model["head_dim"]
+    return 2 * 4 * hidden + 2 * (heads * model["head_dim"] + kv) + 4 * kv
+
+
 def kernel_family(quantization):
     """The kernel family that runs a quantized linear layer: bf16, fp8,
     w4a16 (Marlin: 4-bit weights, 16-bit math), nvfp4 or mxfp4."""
@@ -207,11 +223,13 @@ def layer_profile(model, plan, layer):
     # GEMMs and other kernels one layer launches: MLA runs fused q_a/kv_a,
     # q_b, the absorbed kv_b pair and o; GQA a fused qkv and o. Two fused
     # norm+residual kernels and rotary each time; MLA normalises its latents too.
-    profile = {"dense": dense, "moe": None, "gemms": 5 if mla else 2, "kernels": 5 if mla else 3}
+    profile = {"dense": dense, "moe": None, "gemms": 5 if mla else 2, "kernels": 5 if mla else 3,
+               "activations": attention_activations(model, tp)}
     if not is_moe:
         _linear(model, layer, dense, 3 * hidden * model["intermediate_size"] / tp, "mlp.gate_up_proj")
         profile["gemms"] += 2
         profile["kernels"] += 1
+        profile["activations"] += 3 * model["intermediate_size"] / float(tp)
         return profile
     shared = model.get("shared_expert_intermediate_size") or 0
     profile["gemms"] += 1  # the router
@@ -220,14 +238,20 @@ def layer_profile(model, plan, layer):
         _linear(model, layer, dense, 3 * hidden * shared / tp, "mlp.shared_experts.gate_up_proj")
         profile["gemms"] += 2
         profile["kernels"] += 1
+        profile["activations"] += 3 * shared / float(tp)
     dense.add("bf16", hidden * model["num_experts"] * UNQUANTIZED_BYTES, hidden * model["num_experts"])
     expert = _Part()
     _linear(model, layer, expert, 3 * hidden * model["moe_intermediate_size"], "mlp.experts.0.gate_up_proj")
     ranks = tp * plan["dp"]
     use_ep = bool(plan["ep"]) and ranks > 1
     family = max(expert.bytes, key=expert.bytes.get)
-    profile["moe"] = {"expert": expert, "experts": model["num_experts"], "top_k": model["num_experts_per_tok"],
-                      "ep": ranks if use_ep else 1, "moe_tp": 1 if use_ep else ranks, "family": family}
+    top_k = model["num_experts_per_tok"]
+    profile["moe"] = {"expert": expert, "experts": model["num_experts"], "top_k": top_k,
+                      "ep": ranks if use_ep else 1, "moe_tp": 1 if use_ep else ranks, "family": family,
+                      # Per routed token: each of its experts' activation (3 x the slice it runs here), and the
+                      # top-k outputs summed into one.
+                      "activations": (3.0 * top_k * model["moe_intermediate_size"] / ranks
+                                      + (top_k + 1) * hidden / float(ranks if use_ep else 1))}
     return profile
 
 

@@ -235,6 +235,64 @@ def test_the_kv_cache_streams_at_the_devices_own_efficiency():
         assert memory == pytest.approx(kv_bytes / (model.spec["memory_bandwidth_gbs"] * 1e9 * efficiency))
 
 
+PERF_FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "perf")
+
+
+def recorded_step_model(recording, name, gpu):
+    """The step model of a model whose config.json a perf recording carries (the 8B has no model_configs file)."""
+    with open(os.path.join(PERF_FIXTURES, recording)) as handle:
+        config = json.load(handle)["models"][name]["config"]
+    model = normalize_model_config(config)
+    spec_name, spec = hw.gpu_spec(gpu)
+    stages = memory.stage_profiles(model, plan(), layer_signatures(model))
+    return perf.StepModel(model, plan(), spec, spec["link"], stages, kv_bytes_per_token(model, plan()))
+
+
+def test_the_element_wise_kernels_stream_a_prompts_activations():
+    # Llama-3.1-8B's 1024-token prompt step on an H100 (torch profile, h100-steps-0.24.json): the fused residual-add +
+    # RMSNorm kernels, rotary, SiLU-and-mul and the KV-cache write took 2.04 ms of its 21.6 ms GPU time; per token and
+    # layer they read and write 2 x 4 x 4096 + 2 x (4096 + 1024) + 4 x 1024 + 3 x 14336 BF16 elements.
+    step = recorded_step_model("h100-serve-0.24.json", "llama3.1_8b", "NVIDIA H100 80GB HBM3")
+    stage = step.stages[0]
+    assert stage[0][0]["activations"] == 2 * 4 * 4096 + 2 * (4096 + 1024) + 4 * 1024 + 3 * 14336
+    floors_only = 32 * perf.ATTENTION_FLOOR_US * 1e-6
+    elementwise_ms = (step._floor_s(stage, 1024, 1) - floors_only) * 1e3
+    assert elementwise_ms == pytest.approx(2.04, rel=0.1)
+    # Linear in the tokens once past the kernels' launch floors, which a decode step of one sequence pays instead.
+    assert step._floor_s(stage, 8192, 1) - floors_only == pytest.approx(8 * elementwise_ms * 1e-3)
+    layer_floor = stage[0][0]["kernels"] * perf.KERNEL_US * 1e-6
+    assert step._floor_s(stage, 1, 1) == pytest.approx(32 * (layer_floor + perf.ATTENTION_FLOOR_US * 1e-6))
+
+
+def test_a_prompt_chunk_adds_its_activations_to_the_decode_step_it_rides():
+    step = recorded_step_model("h100-serve-0.24.json", "llama3.1_8b", "NVIDIA H100 80GB HBM3")
+    stage = step.stages[0]
+    with_traffic = step._chunk_in_step_s(16, 4096, 2048.0, 4, 1)
+    added = step._floor_s(stage, 16 + 4096, 1) - step._floor_s(stage, 16, 1)
+    assert added > 0.005  # 4096 tokens: 5.9 GB x 4 of activations, about 8 ms at the H100's streaming rate
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(perf.StepModel, "_floor_s", lambda self, stage, tokens, engines: 0.0)
+        assert step._chunk_in_step_s(16, 4096, 2048.0, 4, 1) == pytest.approx(with_traffic - added)
+
+
+def test_an_moe_layer_streams_each_routed_tokens_expert_activations():
+    # Per routed token: 3 x top-k x the expert's intermediate width (its slice on this rank) and the top-k outputs
+    # summed into one; under expert parallelism each rank runs whole experts for its share of the tokens.
+    model = load("Qwen--Qwen3-30B-A3B")
+    alone = memory.layer_profile(model, plan(), 0)["moe"]["activations"]
+    assert alone == 3 * 8 * 768 + 9 * 2048
+    spread = memory.layer_profile(model, plan(tp=2, ep=True), 0)["moe"]["activations"]
+    assert spread == pytest.approx(alone / 2.0)
+    step = step_model("Qwen--Qwen3-30B-A3B", plan(), gpu="NVIDIA H100 80GB HBM3")
+    moe_floor = perf.MOE_FLOOR_US["bf16"] * 1e-6
+    rate = step.spec["memory_bandwidth_gbs"] * 1e9 * perf.kv_bandwidth_efficiency(step.spec) / 2.0
+    layers = sum(n for _profile, n in step.stages[0])
+    expected = layers * (max(memory.layer_profile(model, plan(), 0)["kernels"] * perf.KERNEL_US * 1e-6,
+                             8192 * memory.attention_activations(model, 1) / rate)
+                         + perf.ATTENTION_FLOOR_US * 1e-6 + max(moe_floor, 8192 * alone / rate))
+    assert step._floor_s(step.stages[0], 8192, 1) == pytest.approx(expected)
+
+
 def test_sliding_window_layers_read_only_their_window():
     # gpt-oss: 18 of 36 layers attend to the last 128 tokens only.
     model = load("openai--gpt-oss-120b")
@@ -289,7 +347,7 @@ def test_a_prompt_step_past_the_largest_graph_lasts_at_least_its_launches():
 def test_fp8_block_moe_prompt_steps_take_their_measured_gpu_time():
     # Qwen3-30B-A3B-FP8 (128 x 128 blocks; vLLM 0.24's Triton FP8 MoE) on one H100 with graphs captured up to 4096
     # tokens, so that the GPU sets the step: 26.0, 40.6 and 55.9 ms for prompts of 1024, 2048 and 3072 tokens
-    # (tests/unit/fixtures/perf/h100-steps-fp8-0.24.json). MOE_GEMM_SHARE's fp8 figure is fitted to them; BF16's 0.45
+    # (tests/unit/fixtures/perf/h100-steps-fp8-0.24.json). MOE_GEMM_SHARE's fp8 figure is fitted to them; BF16's share
     # put the model 28-31 % fast, so the grouped FP8 GEMM is checked on its own figure, not the BF16 one.
     step = step_model("Qwen--Qwen3-30B-A3B-FP8", plan(), gpu="NVIDIA H100")
     for tokens, measured_ms in ((1024, 25.96), (2048, 40.55), (3072, 55.85)):
