@@ -283,6 +283,17 @@ options:
       - The server runs with C(--enforce-eager) (no CUDA graphs), which costs more per layer and step.
     type: bool
     default: false
+  extra_args:
+    description:
+      - The server's extra command-line arguments (what the unit appends to C(vllm serve)'s own flags). The planner
+        reads the ones that change its prediction as vLLM's parser reads them (C(--flag N) or C(--flag=N), the last
+        occurrence winning) - C(--max-num-seqs) and C(--max-num-batched-tokens) as the O(workload)'s batch limits
+        where the workload leaves them unset (before the O(serving) fields of the same name, which come earlier on
+        the command line), and C(--enforce-eager) as O(enforce_eager). A batch limit that is no positive whole
+        number fails the task, naming it. Other arguments do not change the prediction.
+    type: list
+    elements: str
+    default: []
   visible_devices:
     description:
       - The GPUs the server will see (its E(CUDA_VISIBLE_DEVICES)), as indices or UUIDs; the plans are then made for
@@ -802,6 +813,7 @@ ARGUMENT_SPEC = dict(
     calibration=dict(type="dict"),
     device_spec=dict(type="dict"),
     enforce_eager=dict(type="bool", default=False),
+    extra_args=dict(type="list", elements="str", default=[]),
     visible_devices=dict(type="list", elements="str", default=[]),
     recipe=dict(type="str", default="auto"),
     recipes=dict(type="list", elements="dict", default=[]),

@@ -30,7 +30,7 @@ PARAMS = {"model": "MiniMaxAI/MiniMax-M2.5", "revision": "main", "hf_endpoint": 
           "vllm_version": "0.32.0", "gpu_memory_utilization": None, "max_model_len": 32768, "kv_cache_dtype": None,
           "plan": None, "fail_on_invalid": True, "objective": "throughput", "workload": None, "ttft_p99_ms": None,
           "min_user_tokens_per_s": None, "calibration": None, "device_spec": None, "enforce_eager": False,
-          "visible_devices": []}
+          "visible_devices": [], "extra_args": []}
 
 
 class Loader(object):
@@ -184,3 +184,49 @@ def test_the_recipes_kv_cache_dtype_and_batch_limit_size_the_plan():
     # An option given explicitly wins over the recipe's.
     explicit = run(params(vllm_version="0.28.0", recipes=[mine], kv_cache_dtype="auto"), Loader())
     assert explicit["inputs"]["kv_cache_dtype"] != "fp8"
+
+
+# The server's extra arguments: the flags among them that change the prediction, read as vLLM's parser reads them.
+
+WORKLOAD = {"input_len": 1024, "output_len": 1024, "concurrency": [1, 64], "max_num_seqs": None,
+            "max_num_batched_tokens": None}
+
+
+def test_batch_limits_in_extra_args_are_the_servers_and_win_over_the_fields():
+    plan = {"tp": 8, "pp": 1, "dp": 1, "ep": True}
+    given = run(params(vllm_version="0.28.0", plan=plan, workload=WORKLOAD,
+                       extra_args=["--max-num-seqs", "8", "--max_num_batched_tokens=2048", "--disable-log-requests"]),
+                Loader())
+    assert given["inputs"]["workload"]["max_num_seqs"] == 8
+    assert given["inputs"]["workload"]["max_num_batched_tokens"] == 2048
+    # Eight sequences at most: the level of 64 clients runs no more, so it delivers no more than eight can.
+    plain = run(params(vllm_version="0.28.0", plan=plan, workload=WORKLOAD), Loader())
+    assert given["selected"]["estimate"]["levels"][-1]["running"] == 8
+    assert plain["selected"]["estimate"]["levels"][-1]["running"] > 8
+    # extra_args come after the fields on the command line, and the last occurrence wins there too.
+    later = run(params(vllm_version="0.28.0", plan=plan, workload=WORKLOAD, serving={"max_num_seqs": 32},
+                       extra_args=["--max-num-seqs=16", "--max-num-seqs", "4"]), Loader())
+    assert later["inputs"]["workload"]["max_num_seqs"] == 4
+    # The workload's own limit is what was asked to be predicted: it stays.
+    own = run(params(vllm_version="0.28.0", plan=plan, workload=dict(WORKLOAD, max_num_seqs=64),
+                     extra_args=["--max-num-seqs", "4"]), Loader())
+    assert own["inputs"]["workload"]["max_num_seqs"] == 64
+
+
+def test_enforce_eager_in_extra_args_plans_an_eager_server():
+    plan = {"tp": 8, "pp": 1, "dp": 1, "ep": True}
+    eager = run(params(vllm_version="0.28.0", plan=plan, extra_args=["--enforce_eager"]), Loader())
+    graphs = run(params(vllm_version="0.28.0", plan=plan), Loader())
+    assert eager["inputs"]["enforce_eager"] is True and graphs["inputs"]["enforce_eager"] is False
+    assert eager["selected"]["estimate"]["ms_per_token"] > graphs["selected"]["estimate"]["ms_per_token"]
+
+
+@pytest.mark.parametrize("extra_args, shown", [
+    (["--max-num-seqs", "many"], "--max-num-seqs needs a positive whole number, got 'many'"),
+    (["--max-num-batched-tokens=0"], "--max-num-batched-tokens needs a positive whole number, got '0'"),
+    (["--max-num-seqs"], "--max-num-seqs needs a positive whole number, got ''"),
+])
+def test_a_bad_batch_limit_in_extra_args_fails_naming_it(extra_args, shown):
+    loader = Loader()
+    with pytest.raises(PlanFailed, match="extra_args: " + shown):
+        run(params(vllm_version="0.28.0", workload=WORKLOAD, extra_args=extra_args), loader)
