@@ -53,6 +53,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_perf i
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_recipes import RecipeError, resolve_serving
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_sched import refine_estimate
+from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import flag_name
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_rules import (
     check_plan,
     moe_parallel,
@@ -888,24 +889,18 @@ def serving_for(params, model):
 PLANNED_LIMIT_FLAGS = {"--max-num-seqs": "max_num_seqs", "--max-num-batched-tokens": "max_num_batched_tokens"}
 
 
-def _flag_name(arg):
-    """``--some_flag=1`` -> ``--some-flag``: vLLM's argument parser takes underscores for dashes."""
-    name = arg.split("=", 1)[0]
-    return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
-
-
 def limits_from_extra_args(extra_args):
     """The batch limits the server's extra arguments set, as vLLM's parser reads them (``--flag N`` or ``--flag=N``,
     the last occurrence winning): {} where none is set. PlanError names a value that is no positive integer."""
     args = [str(arg) for arg in extra_args or []]
     limits = {}
     for index, arg in enumerate(args):
-        field = PLANNED_LIMIT_FLAGS.get(_flag_name(arg))
+        field = PLANNED_LIMIT_FLAGS.get(flag_name(arg))
         if field is None:
             continue
         value = arg.split("=", 1)[1] if "=" in arg else (args[index + 1] if index + 1 < len(args) else "")
         if not value.isdigit() or int(value) <= 0:
-            raise PlanError("extra_args: %s needs a positive whole number, got %r" % (_flag_name(arg), value))
+            raise PlanError("extra_args: %s needs a positive whole number, got %r" % (flag_name(arg), value))
         limits[field] = int(value)
     return limits
 
@@ -916,7 +911,7 @@ def with_serving(params, serving):
     after the fields on the server's command line, so theirs win), and ``--enforce-eager`` among ``extra_args``."""
     settled = dict(params)
     given = limits_from_extra_args(params.get("extra_args"))
-    if any(_flag_name(str(arg)) == "--enforce-eager" for arg in params.get("extra_args") or []):
+    if any(flag_name(str(arg)) == "--enforce-eager" for arg in params.get("extra_args") or []):
         settled["enforce_eager"] = True
     if settled.get("kv_cache_dtype") is None and serving.get("kv_cache_dtype") not in (None, "", "auto"):
         settled["kv_cache_dtype"] = check_kv_cache_dtype(serving["kv_cache_dtype"])
@@ -925,8 +920,9 @@ def with_serving(params, serving):
     if settled.get("workload"):
         workload = dict(settled["workload"])
         for limit in ("max_num_seqs", "max_num_batched_tokens"):
-            if workload.get(limit) is None and (given.get(limit) or serving.get(limit)):
-                workload[limit] = given.get(limit) or serving[limit]
+            value = given.get(limit) or serving.get(limit)
+            if workload.get(limit) is None and value:
+                workload[limit] = value
         settled["workload"] = workload
     return settled
 

@@ -278,7 +278,7 @@ MIN_SECRET_LEN = 8
 LOOPBACK_HOSTS = ("localhost",)
 
 
-def _flag_name(word):
+def flag_name(word):
     """``--api_key=x`` -> ``--api-key``: the flag part of a word as vLLM's parser reads it, or None."""
     if not isinstance(word, str) or not word.startswith("--") or len(word) < 3:
         return None
@@ -288,7 +288,7 @@ def _flag_name(word):
 
 def secret_flag(word):
     """The ``SECRET_FLAGS`` entry a command-line word is (also abbreviated, ``_`` or ``=value``), or None."""
-    name = _flag_name(word)
+    name = flag_name(word)
     if name is None:
         return None
     for entry in SECRET_FLAGS:
@@ -393,7 +393,7 @@ def command_line_problems(words, source):
         if entry is not None and not (entry[2] == "?" and bare):
             problems.append("%s: %s would put a secret on the command line, which the world-readable unit, "
                             "'systemctl show', ps and the journal show; use %s instead" % (source, entry[0], entry[3]))
-        name = _flag_name(word)
+        name = flag_name(word)
         for flag, shortest, variable in ROLE_FLAGS:
             if name is not None and len(name) >= len(shortest) and flag.startswith(name):
                 problems.append("%s: %s is set by the role; use %s instead" % (source, flag, variable))
