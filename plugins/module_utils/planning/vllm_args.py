@@ -65,6 +65,14 @@ SERVING_SPEC = (
 SERVING = tuple(name for name, _kind, _default in SERVING_SPEC)
 
 
+def flag_name(word):
+    """``--api_key=x`` -> ``--api-key``: the flag part of a word as vLLM's parser reads it, or None."""
+    if not isinstance(word, str) or not word.startswith("--") or len(word) < 3:
+        return None
+    name = word[2:].split("=", 1)[0].split(".", 1)[0]
+    return "--" + name.replace("_", "-")
+
+
 def serving_defaults() -> Dict[str, Any]:
     """Every serving field at its default (fresh copies of the dicts and lists)."""
     return dict((name, type(default)(default) if isinstance(default, (dict, list)) else default)

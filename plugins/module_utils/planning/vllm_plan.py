@@ -53,7 +53,7 @@ from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_perf i
 )
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_recipes import RecipeError, resolve_serving
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_sched import refine_estimate
-from ansible_collections.gauntlet.vllm.plugins.module_utils.serving.vllm_units import flag_name
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import flag_name
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_rules import (
     check_plan,
     moe_parallel,

@@ -28,6 +28,8 @@ import ipaddress
 import re
 import shlex
 
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_args import flag_name
+
 # systemctl show properties the discovery reads, in one call for every unit.
 SHOW_PROPERTIES = (
     "Id",
@@ -276,14 +278,6 @@ MIN_SECRET_LEN = 8
 
 # Host names (not addresses) that only the host itself can reach; addresses are judged by ipaddress.
 LOOPBACK_HOSTS = ("localhost",)
-
-
-def flag_name(word):
-    """``--api_key=x`` -> ``--api-key``: the flag part of a word as vLLM's parser reads it, or None."""
-    if not isinstance(word, str) or not word.startswith("--") or len(word) < 3:
-        return None
-    name = word[2:].split("=", 1)[0].split(".", 1)[0]
-    return "--" + name.replace("_", "-")
 
 
 def secret_flag(word):
