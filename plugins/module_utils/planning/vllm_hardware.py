@@ -36,6 +36,18 @@ GIB = 1024 ** 3
 # tests/unit/fixtures/perf/h200-micro.json and the 8B decode step; RTX PRO
 # 6000: aiconfigurator's GEMM database), ``gemm_floor_us`` the shortest a
 # GEMM takes (H200 measured about 4 us; aiconfigurator about 6 us on SM120).
+# A dense BF16 GEMM of M rows on a Hopper GPU (H100, H200: one die, a 700 W limit) reaches
+# efficiency x M / (M + half_rows) of the datasheet's peak at full clock, slowed by
+# 1 + droop x M / (M + droop_half_rows) as the SM clock falls under the power limit the more rows it runs.
+# Fitted to back-to-back GEMMs of dense models' shapes on the H200 (tests/unit/fixtures/perf/h200-micro.json,
+# a CUDA graph of 50 GEMMs each: Llama-70B's gate_up 0.74, 0.73 and 0.68 of the peak at M=512, 2048 and 8192) and
+# to the GEMM kernels of Llama-3.1-8B's prompt steps of 1024-16384 tokens on an H100 (h100-kernels-0.24.json:
+# 18.4 ms per 1024 tokens at 1024, 20.2-21.5 ms at 8192-16384, while the SM clock fell from 1980 to 1470-1545 MHz
+# at 500-690 W). vllm_perf.COMPUTE_EFFICIENCY's flat law (0.78 x M / (M + 64)) was 9 % slow at 1024 rows and 8-13 %
+# fast at 8192. FP8 GEMMs did not slow that way on the H200 (0.64-0.71 from M=2048 to 8192) and keep the flat law,
+# as do MoE grouped GEMMs (vllm_perf.MOE_GEMM_SHARE was fitted against it).
+HOPPER_BF16_GEMM = {"efficiency": 0.98, "half_rows": 128.0, "droop": 0.40, "droop_half_rows": 2048.0}
+
 GPU_SPECS = {
     "RTX PRO 6000": {
         # NVML reports 97,887 MiB on the Server Edition (issue 15; 95.6 GiB).
@@ -49,6 +61,7 @@ GPU_SPECS = {
         "memory_gib": 150754820096 / float(GIB), "memory_bandwidth_gbs": 4800.0,
         "tflops": {"bf16": 989.0, "fp8": 1979.0},
         "link": "nvlink", "bandwidth_efficiency": 0.89, "gemm_floor_us": 4.0,
+        "dense_gemm": {"bf16": HOPPER_BF16_GEMM},
         "allreduce": {"nccl_us": {2: 6.17, 4: 9.76, 8: 16.59}, "custom_us": {2: 4.50, 4: 4.56, 8: 4.78},
                       "busbw_gbs": {2: 274.0, 4: 312.0, 8: 367.0}},
     },
@@ -57,6 +70,7 @@ GPU_SPECS = {
         "memory_gib": 81559 / 1024.0, "memory_bandwidth_gbs": 3350.0,
         "tflops": {"bf16": 989.0, "fp8": 1979.0},
         "link": "nvlink", "bandwidth_efficiency": 0.89, "gemm_floor_us": 4.0,
+        "dense_gemm": {"bf16": HOPPER_BF16_GEMM},
         "allreduce": {"nccl_us": {2: 6.26, 4: 9.84, 8: 15.84}, "custom_us": {2: 4.21, 4: 4.58, 8: 4.65},
                       "busbw_gbs": {2: 266.0, 4: 311.0, 8: 364.0}},
     },

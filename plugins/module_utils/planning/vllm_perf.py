@@ -147,7 +147,9 @@ CONSTANT_SOURCES = {
     "bandwidth_efficiency": "aiconfigurator 0.12 GEMM databases at M=1 (bf16 79 % of 1,792 GB/s on SM120); "
                             "fitted to the H200 vLLM 0.24 recordings and the public points (docs/perf-model.md)",
     "compute_efficiency": "aiconfigurator 0.12 GEMM databases at M=2048 (bf16 296-403 of 467.8 TFLOP/s on SM120); "
-                          "H200 GEMM recordings (tests/unit/fixtures/perf/)",
+                          "H200 GEMM recordings (tests/unit/fixtures/perf/); a dense BF16 GEMM on an H100 or H200 "
+                          "(dense_gemm): fitted to h200-micro.json's dense shapes and Llama-3.1-8B's GEMM kernels at "
+                          "1024-16384 tokens on an H100 (h100-kernels-0.24.json)",
     "kernel_floors": "aiconfigurator 0.12: ~6 us floor of a small GEMM on SM120, MoE layer at 1 token 32 us (INT4 "
                      "Marlin) and 89 us (NVFP4) for Kimi-K2.5's shapes at TP8; H200 vLLM 0.24 decode steps at batch 1",
     "kv_bandwidth_share": "fitted: H100 vLLM 0.24 decode steps of Llama-3.1-8B at 16 and 32 sequences and contexts "
@@ -234,21 +236,29 @@ def dp_stretch(engines):
     return 1.0 + DP_SCALING_ALPHA * (max(engines, 1) - 1)
 
 
-def gemm_efficiency(family, rows):
-    """Share of the family's peak a GEMM of ``rows`` rows reaches."""
+def gemm_efficiency(family, rows, curve=None):
+    """Share of the family's peak a GEMM of ``rows`` rows reaches: along a device's measured ``curve`` for the family
+    (vllm_hardware's ``dense_gemm``: full-clock efficiency, then the clock's droop under the power limit), else by
+    the family's flat law."""
+    if curve:
+        droop = 1.0 + curve["droop"] * rows / (rows + curve["droop_half_rows"])
+        return curve["efficiency"] * rows / (rows + curve["half_rows"]) / droop
     return COMPUTE_EFFICIENCY[family] * rows / (rows + GEMM_HALF_M)
 
 
-def roofline_s(nbytes, flops, spec, rows, share=1.0):
+def roofline_s(nbytes, flops, spec, rows, share=1.0, dense=False):
     """Seconds of work per family: the larger of its bytes over the achievable
     bandwidth and its FLOPs over the achievable matrix rate at ``rows`` rows
-    (``share`` of a dense GEMM's), summed over families."""
+    (``share`` of a dense GEMM's), summed over families. A ``dense`` GEMM follows
+    the device's measured curve for its family where the spec has one."""
     total = 0.0
     bandwidth = spec["memory_bandwidth_gbs"] * 1e9 * spec["bandwidth_efficiency"]
     rows = max(rows, 1.0)
+    curves = (spec.get("dense_gemm") or {}) if dense else {}
     for family in set(nbytes) | set(flops):
         memory = nbytes.get(family, 0.0) / (bandwidth * FAMILY_BANDWIDTH[family])
-        compute = flops.get(family, 0.0) / (family_peak(spec, family) * gemm_efficiency(family, rows) * share)
+        efficiency = gemm_efficiency(family, rows, curves.get(family))
+        compute = flops.get(family, 0.0) / (family_peak(spec, family) * efficiency * share)
         total += max(memory, compute)
     return total
 
@@ -420,7 +430,7 @@ class StepModel(object):
         for profile, n in stage:
             dense = profile["dense"]
             flops = dict((f, 2.0 * e * tokens) for f, e in dense.elements.items())
-            layer = max(profile["gemms"] * floor, roofline_s(dense.bytes, flops, self.spec, tokens))
+            layer = max(profile["gemms"] * floor, roofline_s(dense.bytes, flops, self.spec, tokens, dense=True))
             if profile["moe"]:
                 moe = profile["moe"]
                 routed = tokens * engines
@@ -431,7 +441,7 @@ class StepModel(object):
             total += n * layer
         if logits:
             total += roofline_s({"bf16": self.lm_head_elements * UNQUANTIZED_BYTES},
-                                {"bf16": 2.0 * self.lm_head_elements * logits}, self.spec, logits)
+                                {"bf16": 2.0 * self.lm_head_elements * logits}, self.spec, logits, dense=True)
         return total
 
     def _attention_s(self, stage, queries, context, prompt=False):
@@ -770,6 +780,7 @@ def _basis(step, spec_name, spec, link, breakdown, limits, workload, calibration
         "compute_efficiency": COMPUTE_EFFICIENCY,
         "moe_gemm_share": MOE_GEMM_SHARE,
         "gemm_half_m": GEMM_HALF_M,
+        "dense_gemm": spec.get("dense_gemm"),
         "gemm_floor_us": spec["gemm_floor_us"],
         "kernel_us": KERNEL_US,
         "attention_floor_us": ATTENTION_FLOOR_US,

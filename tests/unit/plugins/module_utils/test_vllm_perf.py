@@ -129,6 +129,42 @@ def test_gemms_of_few_rows_reach_less_of_the_peak():
     assert perf.gemm_efficiency("bf16", 2048) < perf.COMPUTE_EFFICIENCY["bf16"]
 
 
+def test_a_hopper_dense_bf16_gemm_slows_per_row_as_its_rows_grow():
+    # H200, back-to-back GEMMs in a CUDA graph (h200-micro.json): Llama-70B's gate_up reached 0.74, 0.73 and 0.68 of
+    # the peak at M=512, 2048 and 8192, its down projection 0.78, 0.70 and 0.66. The flat law rises all the way.
+    with open(os.path.join(PERF_FIXTURES, "h200-micro.json")) as handle:
+        micro = json.load(handle)["gemm"]
+    curve = hw.gpu_spec("NVIDIA H200")[1]["dense_gemm"]["bf16"]
+    for gemm in micro:
+        if gemm["dtype"] == "bf16" and gemm["shape"].startswith("llama70b") and gemm["M"] >= 128:
+            reached = gemm["tflops"] / 989.0
+            assert perf.gemm_efficiency("bf16", gemm["M"], curve) == pytest.approx(reached, rel=0.12), gemm
+    assert perf.gemm_efficiency("bf16", 8192, curve) < perf.gemm_efficiency("bf16", 1024, curve)
+    assert perf.gemm_efficiency("bf16", 8192) > perf.gemm_efficiency("bf16", 1024)
+
+
+def test_a_prompts_dense_gemms_follow_the_hopper_curve_and_the_rest_the_flat_law():
+    # Llama-3.1-8B on an H100 (torch profile, h100-kernels-0.24.json): its GEMM kernels took 18.4 ms for one 1024-token
+    # prompt and 20.2-21.5 ms per 1024 tokens at 8192-16384 tokens, while the SM clock fell from 1980 to ~1500 MHz.
+    step = recorded_step_model("h100-serve-0.24.json", "llama3.1_8b", "NVIDIA H100 80GB HBM3")
+    with open(os.path.join(PERF_FIXTURES, "h100-kernels-0.24.json")) as handle:
+        shapes = json.load(handle)["models"]["llama3.1_8b"]
+    for case, measured in shapes.items():
+        prompts, length = (int(part) for part in case.split("x"))
+        modelled_ms = sum(step._weights_s(stage, prompts * length, prompts, 1) for stage in step.stages) * 1e3
+        assert modelled_ms == pytest.approx(measured["classes_ms"]["gemm"], rel=0.1), case
+    per_token = [sum(step._weights_s(stage, tokens, 1, 1) for stage in step.stages) / tokens for tokens in (1024, 8192)]
+    assert per_token[1] > per_token[0]
+    # Neither a device without a measured curve (the RTX PRO 6000) nor an MoE layer's grouped GEMMs follow it.
+    assert "dense_gemm" not in hw.gpu_spec(RTX)[1]
+    spec = step.spec
+    flat = perf.roofline_s({"bf16": 1e6}, {"bf16": 1e15}, spec, 8192)
+    assert flat == pytest.approx(1e15 / (spec["tflops"]["bf16"] * 1e12 * perf.gemm_efficiency("bf16", 8192)))
+    assert perf.roofline_s({"bf16": 1e6}, {"bf16": 1e15}, spec, 8192, dense=True) > flat
+    assert perf.roofline_s({"fp8": 1e6}, {"fp8": 1e15}, spec, 8192, dense=True) == perf.roofline_s(
+        {"fp8": 1e6}, {"fp8": 1e15}, spec, 8192)
+
+
 def test_a_small_layer_never_takes_less_than_its_gemms_floors():
     tiny = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=8), gpu="NVIDIA H200")
     spec = tiny.spec
