@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from perf_points_eval import (  # noqa: E402  pylint: disable=wrong-import-position
-    EXPERIMENT_RECORDINGS, band_errors, evaluate_points, gpt_oss_single_stream, h100_gpu_steps, h100_kv_steps,
+    EXPERIMENT_RECORDINGS, band_errors, evaluate_points, gpt_oss_single_stream, h100_gemms, h100_gpu_steps, h100_kv_steps,
     h100_steps, h200_recordings, h200_waves, reference_box, serve_recordings)
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_error_bands import bands_from_errors  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -94,6 +94,24 @@ def print_h100_gpu_steps():
         print("%-22s prompt %5d  measured %7.1f ms  predicted %7.1f ms  %+7.1f %%" % (
             row["model"], row["prompt_len"], row["measured_ms"], row["predicted_ms"], row["error_pct"]))
     print(_error_line("H100 GPU steps", [row["error_pct"] for row in rows]))
+    print()
+
+
+def print_h100_gemms():
+    rows = h100_gemms()
+    if not rows:
+        return
+    print("H100 GEMMs back to back, dense models' shapes (h100-micro.json; left out of the fit of the Hopper BF16 curve): "
+          "the roofline along the device's curve (FP8: the flat law) and along the flat law, against the measured time")
+    for row in rows:
+        print("%-18s %-4s M=%5d  %.2f of the peak  model %+6.1f %%  flat law %+6.1f %%" % (
+            row["shape"], row["family"], row["M"], row["share_of_peak"], row["error_pct"], row["flat_error_pct"]))
+    for family in ("bf16", "fp8"):
+        chosen = [row for row in rows if row["family"] == family]
+        for label, key in (("model", "error_pct"), ("flat law", "flat_error_pct")):
+            errors = [row[key] for row in chosen]
+            print("%s  mean |error| %.1f %%" % (_error_line("H100 GEMMs %s, %s" % (family, label), errors),
+                                                 sum(abs(e) for e in errors) / len(errors)))
     print()
 
 
@@ -264,6 +282,7 @@ def main():
     print_h200()
     print_h100_steps()
     print_h100_gpu_steps()
+    print_h100_gemms()
     print_h100_kv_steps()
     # Each simulated once: the bands are the errors of the same rows the two tables print.
     waves, serving = h200_waves(), serve_recordings()

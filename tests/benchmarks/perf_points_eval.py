@@ -328,6 +328,34 @@ def h100_gpu_steps():
     return rows
 
 
+DENSE_GEMM_SHAPES = ("llama70b_gate_up", "llama70b_down", "llama8b_qkv")
+
+
+def h100_gemms():
+    """Back-to-back GEMMs of dense models' shapes on one H100 (h100-micro.json, record_h200_micro.py; left out of the
+    fit of vllm_hardware.HOPPER_BF16_GEMM, which used the H200's and the H100's prompt kernels), M from 128 to 16384:
+    the measured time against the roofline along the device's curve (``dense``) and along the flat law."""
+    from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_hardware
+    recording = _recording("h100-micro.json")
+    if recording is None:
+        return []
+    spec = vllm_hardware.gpu_spec(SERVE_GPU)[1]
+    rows = []
+    for gemm in recording["gemm"]:
+        if gemm["shape"] not in DENSE_GEMM_SHAPES or gemm["M"] < 128 or "tflops" not in gemm:
+            continue
+        family = "bf16" if gemm["dtype"] == "bf16" else "fp8"
+        measured_ms = gemm["per_call_median_ms"]
+        nbytes, flops = {family: float(gemm["bytes"])}, {family: gemm["flops"]}
+        curve_ms = vllm_perf.roofline_s(nbytes, flops, spec, gemm["M"], dense=True) * 1e3
+        flat_ms = vllm_perf.roofline_s(nbytes, flops, spec, gemm["M"]) * 1e3
+        rows.append({"shape": gemm["shape"], "family": family, "M": gemm["M"], "measured_ms": measured_ms,
+                     "share_of_peak": round(gemm["tflops"] / vllm_perf.family_peak(spec, family) * 1e12, 3),
+                     "error_pct": round((curve_ms - measured_ms) / measured_ms * 100.0, 1),
+                     "flat_error_pct": round((flat_ms - measured_ms) / measured_ms * 100.0, 1)})
+    return rows
+
+
 KV_RECORDING = "h100-kv-0.24.json"
 
 
