@@ -110,8 +110,8 @@ def print_h100_gemms():
         chosen = [row for row in rows if row["family"] == family]
         for label, key in (("model", "error_pct"), ("flat law", "flat_error_pct")):
             errors = [row[key] for row in chosen]
-            print("%s  mean |error| %.1f %%" % (_error_line("H100 GEMMs %s, %s" % (family, label), errors),
-                                                 sum(abs(e) for e in errors) / len(errors)))
+            mean = sum(abs(e) for e in errors) / len(errors)
+            print("%s  mean |error| %.1f %%" % (_error_line("H100 GEMMs %s, %s" % (family, label), errors), mean))
     print()
 
 
