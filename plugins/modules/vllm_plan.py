@@ -200,8 +200,9 @@ options:
         and with O(workload.request_rate) an open loop of arrivals at a rate.
       - Every plan is estimated in closed form; the three usable plans that lead are estimated again by running
         vLLM's scheduler over the step model (continuous batching, chunked prefill within
-        C(max_num_batched_tokens), C(max_num_seqs), KV capacity with preemption, prefix-cache hits), which gives
-        their TTFT (the waves of a closed loop, the queues of an open loop) and their open-loop levels.
+        C(max_num_batched_tokens), C(max_num_seqs), KV capacity with preemption, prefix-cache hits), again for the
+        new leaders once, which gives their TTFT, TPOT and throughput (the waves of a closed loop, the queues of an
+        open loop) and their open-loop levels.
     type: dict
     suboptions:
       input_len:
@@ -510,10 +511,20 @@ plans:
               description: Clients sending requests in a closed loop.
               type: int
             output_tokens_per_s:
-              description: Output tokens per second of all streams together.
+              description: >-
+                Output tokens per second of all streams together - the scheduler simulation's where
+                RV(plans[].estimate.ttft_model) says so, else the closed form's.
               type: float
             tpot_ms:
-              description: Time per output token after the first, in ms.
+              description: >-
+                Time per output token after the first, in ms - the simulated median request's where
+                RV(plans[].estimate.ttft_model) says so (a wave's requests decode together), else the closed form's.
+              type: float
+            output_tokens_per_s_closed_form:
+              description: The closed form's output tokens per second beside the simulated figure (simulated plans only).
+              type: float
+            tpot_closed_form_ms:
+              description: The closed form's TPOT beside the simulated one (simulated plans only).
               type: float
             ttft_ms:
               description: >-
@@ -548,7 +559,9 @@ plans:
               description: Uncalibrated parts of the step (TPOT base and growth, prefill) that calibration fits.
               type: dict
         ttft_model:
-          description: C(scheduler simulation) for the leading plans, C(closed form) for the others.
+          description: >-
+            C(scheduler simulation) for the leading plans (their levels' TTFT, TPOT and throughput are simulated),
+            C(closed form) for the others.
           type: str
         rate_levels:
           description: >-

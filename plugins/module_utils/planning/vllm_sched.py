@@ -571,9 +571,9 @@ FRONTEND_WAVES = 16
 
 def refine_estimate(estimate, step, limits, kv_tokens, workload, engines, constraints):
     """Overlay the simulation on a closed-form estimate (vllm_perf.estimate_plan's ``refine``): each
-    closed-loop level's TTFT p50/p99 and its simulated distributions; with ``workload.request_rate``, open-loop
-    levels and, with ``workload.goodput`` (the SLO), the max sustainable rate. Throughput and TPOT stay the
-    closed form's (what the model was validated on); the levels' ``simulated`` figures carry the simulation's."""
+    closed-loop level's TTFT p50/p99, TPOT p50, throughput and its simulated distributions (the closed form's beside
+    them, ``*_closed_form*``); with ``workload.request_rate``, open-loop levels and, with ``workload.goodput`` (the
+    SLO), the max sustainable rate."""
     slo = workload.get("goodput") or {}
     shared = {}
     waves = FRONTEND_WAVES if getattr(step, "frontend_s", 0.0) else PLANNER_WAVES
@@ -599,6 +599,14 @@ def _overlay(figures, simulated, step):
     figures["simulated"] = dict((key, simulated[key]) for key in (
         "ttft_ms", "tpot_ms", "e2el_ms", "output_throughput", "request_throughput", "preemptions", "completed",
         "failed"))
+    # A closed loop's throughput and TPOT as its waves run: on the H100 serving recordings (left out of every fit) the
+    # simulation's are off by a median 4.3 % and 3.5 %, the closed form's by 8.5 % and 4.9 %: the closed form lets
+    # every request ride every other client's prompt, where a wave's requests decode together.
+    tpot, throughput = (simulated.get("tpot_ms") or {}).get("p50"), simulated.get("output_throughput")
+    if tpot and throughput:
+        figures["tpot_closed_form_ms"] = figures["tpot_ms"]
+        figures["output_tokens_per_s_closed_form"] = figures["output_tokens_per_s"]
+        figures.update(tpot_ms=tpot, user_tokens_per_s=round(1e3 / tpot, 1), output_tokens_per_s=throughput)
     parts = figures.get("parts")
     if parts:
         # The median requests' waits in the level's own units, for calibration (vllm_perf._fit): decode steps of
