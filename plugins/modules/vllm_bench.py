@@ -265,7 +265,8 @@ notes:
     after some tokens (it sends an error event, then C([DONE])), is a success there and a C(stream) failure here.
     A chunked body cut off is a failure in both.
   - A request whose whole answer arrived in one network read has TPOT 0 in C(vllm bench serve); here it is left out
-    of C(tpot_ms) and counted in C(unstreamed_requests).
+    of C(tpot_ms) and counted in C(unstreamed_requests), as is one whose tokens after the first came faster than
+    50 microseconds each (a burst of a few reads after the request had ended, not a decode).
   - Without C(usage), C(vllm bench serve) counts output tokens by re-tokenising the text; here each chunk with a
     choice counts one. Its request timeout is 6 hours; here O(request_timeout). When every request fails it warns
     and exits 0 with C(completed=0); here the level fails the task (O(max_failure_ratio)).
@@ -383,14 +384,16 @@ levels:
     tpot_ms:
       description:
         - Time per output token after the first; same statistics.
-        - Requests whose whole answer arrived in one network read are left out (see C(unstreamed_requests)); all
-          zeros when no request of the level streamed.
+        - Requests whose whole answer arrived at once are left out (see C(unstreamed_requests)); all zeros when
+          no request of the level streamed.
       type: dict
     unstreamed_requests:
       description:
-        - Completed requests of more than one token whose whole answer reached the client in one network read (E2E
-          equal to TTFT), so their decode time was not seen. The client or the server waited for the CPU until they
-          had ended. Their TPOT, which C(vllm bench serve) counts as 0, is left out of C(tpot_ms).
+        - Completed requests of more than one token whose whole answer reached the client at once, so their decode
+          time was not seen. The client or the server waited for the CPU until they had ended.
+        - At once means in one network read (E2E equal to TTFT) or in a burst of reads whose tokens after the first
+          came faster than 50 microseconds each, faster than any engine step.
+        - Their TPOT, which C(vllm bench serve) counts as 0 or near it, is left out of C(tpot_ms).
       type: int
     itl_ms:
       description: Inter-token (inter-chunk) latency; same statistics.

@@ -45,8 +45,10 @@ vLLM 0.32's ``async_request_openai_completions`` / ``..._chat_completions`` and 
   events that arrive in one read share a time.
 - A request of more than one token whose whole answer arrived in one read (E2E equal to TTFT:
   the client or the server waited for the CPU until it had ended) has TPOT 0 in vLLM's figures.
-  Here its TPOT is left out of ``tpot_ms`` and the level counts it in ``unstreamed_requests``;
-  its TTFT, E2E and tokens count as usual. When no request of a level streamed, ``tpot_ms`` is 0.
+  Here its TPOT is left out of ``tpot_ms`` and the level counts it in ``unstreamed_requests``, as
+  it does a request whose answer came in a burst of reads faster than any engine step
+  (``bench_traffic.BURST_TOKEN_S`` a token); their TTFT, E2E and tokens count as usual. When no
+  request of a level streamed, ``tpot_ms`` is 0.
 
 What is pure (metrics, saturation, baseline comparison, tables, option and answer checks) lives
 here without aiohttp so it can be tested anywhere; ``run_level`` needs aiohttp, which every vLLM

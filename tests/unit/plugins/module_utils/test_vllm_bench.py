@@ -111,6 +111,11 @@ def test_an_answer_that_arrived_in_one_read_is_left_out_of_tpot():
     assert level["output_tokens"] == 65 and level["completed"] == 5
     table = vllm_bench.markdown_table([level])
     assert "left out of TPOT" in table and "C=1: 2 of 5" in table
+    # CI of 2026-12-07, C=4: 64 tokens in two reads 0.8 ms apart, a TPOT of 0.013 ms no engine step makes. It
+    # arrived in a burst after the request had ended; a fast stream (0.1 ms a token) still counts.
+    burst, fast = ok_record(0.04, 0.0408, 64), ok_record(0.04, 0.0463, 64)
+    bursty = vllm_bench.level_metrics(4, [burst, fast], duration_s=1.0)
+    assert bursty["unstreamed_requests"] == 1 and bursty["tpot_ms"]["median"] == pytest.approx(0.1)
     nobody = vllm_bench.level_metrics(1, whole, duration_s=1.0)
     assert nobody["unstreamed_requests"] == 2 and nobody["tpot_ms"]["median"] == 0.0
     streaming = vllm_bench.level_metrics(1, streamed, duration_s=1.0)
