@@ -225,7 +225,7 @@ def level_metrics(concurrency, records, duration_s, slo=None):
             failed[record["error_class"]] = failed.get(record["error_class"], 0) + 1
     output_tokens = sum(record["completion_tokens"] or 0 for record in done)
     input_tokens = sum(record["prompt_tokens"] or 0 for record in done)
-    # A request whose answer arrived in one read has no measured decode time: vLLM's benchmark counts its TPOT as
+    # A request whose answer arrived at once has no measured decode time: vLLM's benchmark counts its TPOT as
     # 0, which drags the median to 0 on a starved host; here it is left out of TPOT and counted apart.
     whole = [record for record in done if traffic.arrived_whole(record)]
     tpots = [traffic.request_tpot(record) for record in done
@@ -355,8 +355,8 @@ def unstreamed_note(levels):
               for level in levels if level.get("unstreamed_requests")]
     if not counts:
         return []
-    return ["", "Requests whose whole answer arrived in one read, left out of TPOT (the client or the server "
-            "waited for the CPU): %s." % ", ".join(counts)]
+    return ["", "Requests whose whole answer arrived at once (in one read, or faster than any engine step), left out "
+            "of TPOT (the client or the server waited for the CPU): %s." % ", ".join(counts)]
 
 
 def parse_prometheus(text, names):

@@ -34,6 +34,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import math
 
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.vllm_hardware import (
@@ -293,6 +294,19 @@ def attended_context(model, context):
     return context * (1.0 - share) + min(context, model["sliding_window"]["window"]) * share
 
 
+def _by_stage(term):
+    """A StepModel term cached by its stage and arguments. A term depends only on them and on what the model was
+    built with (stages, spec, plan, link: never changed after), and the scheduler simulation asks for the same step
+    shapes thousands of times: one Kimi-K2.5 plan's six levels ran _weights_s 6,051 times under cProfile."""
+    @functools.wraps(term)
+    def cached(self, stage, *args):
+        key = (term.__name__, id(stage)) + args
+        if key not in self._terms:
+            self._terms[key] = term(self, stage, *args)
+        return self._terms[key]
+    return cached
+
+
 class StepModel(object):
     """Step times of one engine of ``plan`` on ``spec`` (seconds). ``engines``
     in the calls is how many DP engines run a batch in the same step: MoE
@@ -329,6 +343,7 @@ class StepModel(object):
         self.extra_overhead_s = (calibration or {}).get("extra_request_overhead_ms", 0.0) * 1e-3
         self.allreduce_sources = set()
         self._single = {}
+        self._terms = {}
         self.hidden = model["hidden_size"]
         self.lm_head_elements = padded_vocab(model["vocab_size"], plan["tp"]) * self.hidden / plan["tp"]
         self.allreduces_per_layer = 2 + EXTRA_ALLREDUCES.get(model.get("text_architecture") or model.get("architecture"), 0)
@@ -347,6 +362,7 @@ class StepModel(object):
             self.allreduce_sources.add(source)
         return value * 1e-6
 
+    @_by_stage
     def comm_s(self, stage, tokens, engines):
         """One stage's communication for ``tokens`` tokens per engine: the TP
         all-reduces of every layer, and for DP > 1 the MoE dispatch
@@ -386,6 +402,7 @@ class StepModel(object):
                 + self._internode(internode_allreduce_us, nodes, nbytes) * 1e-6)
 
     # -- one stage's compute and memory -------------------------------------
+    @_by_stage
     def _floor_s(self, stage, tokens, engines):
         """The kernels between one stage's GEMMs for ``tokens`` tokens per engine (dense GEMMs' floors are in
         _weights_s): norms, rotary, the MLP's activation, the KV-cache write and an MoE layer's routing and sum. A
@@ -422,6 +439,7 @@ class StepModel(object):
         ratio = self.ratio_launch if calibrated else 1.0
         return sum(self._launches(stage) for stage in self.stages) * EAGER_KERNEL_US * 1e-6 * ratio
 
+    @_by_stage
     def _weights_s(self, stage, tokens, logits, engines):
         """Weights of one stage for ``tokens`` tokens per engine, ``logits`` of which go through the lm_head: per
         layer the dense part (never under its GEMMs' floors) and the routed experts the tokens touch."""

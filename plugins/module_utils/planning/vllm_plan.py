@@ -88,13 +88,15 @@ WORKLOAD_KEYS = ("input_len", "output_len", "concurrency", "max_num_seqs", "max_
                  # Real traffic, named as vllm_bench (and vllm bench serve) name it.
                  "request_rate", "burstiness", "range_ratio", "prefix_len", "max_concurrency", "requests_per_level",
                  "goodput")
-# Plans whose estimate the scheduler simulation refines: the leaders by the closed form, again after a refinement
-# reorders them (a wave's TTFT can drop a leader below a TTFT bound, its simulated throughput below the next plan's),
-# for at most SIMULATION_ROUNDS rounds. Since the closed loop's throughput is simulated (2026-12-07) a simulated
-# leader often drops and the next ones are simulated in turn: four rounds took Kimi-K2.5's throughput plan from 0.27
-# to 0.52 s (8 plans simulated), two take 0.41 s (6) with the same recommendation for the reference models.
+# Plans whose estimate the scheduler simulation refines: the SIMULATED_PLANS leaders by the closed form, then, after
+# a refinement reorders them (a wave's TTFT can drop a leader below a TTFT bound, its simulated throughput below the
+# next plan's), the winner and runner-up until both are simulated, so `why` and the close call compare two plans by
+# one model; MAX_SIMULATED_PLANS bounds the work. Since the closed loop's throughput is simulated (2026-12-07) a
+# simulated leader often drops and the next ones are simulated in turn: Kimi-K2.5's throughput plan on the reference
+# box simulates 7 plans and takes 0.34 s on a quiet rig (docs/perf-model.md, Speed).
 SIMULATED_PLANS = 3
-SIMULATION_ROUNDS = 2
+COMPARED_PLANS = 2
+MAX_SIMULATED_PLANS = 8
 # Bounds on a workload: no model serves a 4M-token request, no bench runs
 # more than 65536 clients, and levels are evaluated one by one.
 MAX_WORKLOAD_TOKENS = 4 * 1024 * 1024
@@ -390,20 +392,22 @@ def _usable(result):
 
 
 def simulate_contenders(model, results, settled):
-    """Evaluate again, with the scheduler simulation, the SIMULATED_PLANS usable plans that lead, until the
-    leaders are all simulated or SIMULATION_ROUNDS have run: the others keep the closed form (``estimate.ttft_model``
-    says which)."""
+    """Evaluate again, with the scheduler simulation, the SIMULATED_PLANS usable plans that lead, then the
+    COMPARED_PLANS that lead after that until they are all simulated, MAX_SIMULATED_PLANS at most: the others keep
+    the closed form (``estimate.ttft_model`` says which)."""
     results = list(results)
     simulated = set()
-    for dummy in range(SIMULATION_ROUNDS):
-        leaders = [result for result in sorted(results, key=_rank_key) if _usable(result)][:SIMULATED_PLANS]
+    leading = SIMULATED_PLANS
+    while len(simulated) < MAX_SIMULATED_PLANS:
+        leaders = [result for result in sorted(results, key=_rank_key) if _usable(result)][:leading]
         todo = [result for result in leaders if result["name"] not in simulated]
-        if not todo:
-            break
-        for result in todo:
+        for result in todo[:MAX_SIMULATED_PLANS - len(simulated)]:
             plan = dict((key, result[key]) for key in PLAN_KEYS)
             results[results.index(result)] = evaluate_plan(model, plan, settled, simulate=True)
             simulated.add(result["name"])
+        if not todo:
+            break
+        leading = COMPARED_PLANS
     return results
 
 

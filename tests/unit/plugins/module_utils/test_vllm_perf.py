@@ -18,6 +18,7 @@ import pytest
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_hardware as hw
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_memory as memory
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_perf as perf
+from ansible_collections.gauntlet.vllm.plugins.module_utils.planning import vllm_plan
 from ansible_collections.gauntlet.vllm.plugins.module_utils.planning.model_config import (
     load_model_config,
     normalize_model_config,
@@ -165,6 +166,20 @@ def test_a_prompts_dense_gemms_follow_the_hopper_curve_and_the_rest_the_flat_law
         {"fp8": 1e6}, {"fp8": 1e15}, spec, 8192)
 
 
+def test_the_cached_stage_terms_are_the_terms():
+    # The scheduler simulation asks a plan's step model for the same shapes thousands of times, so its per-stage
+    # terms are cached by stage and arguments: the first stage of Kimi-K2.5 at PP2 holds its dense layer, the second
+    # does not, and a cache that mixed them up, or the arguments, would answer with the other's seconds.
+    step = step_model("moonshotai--Kimi-K2.5", plan(tp=4, pp=2))
+    for name, calls in (("_weights_s", [(1, 0, 1), (1, 1, 1), (512, 0, 1), (512, 0, 2)]),
+                        ("_floor_s", [(1, 1), (4096, 1), (4096, 2)]), ("comm_s", [(1, 1), (64, 1), (64, 2)])):
+        term = getattr(perf.StepModel, name).__wrapped__
+        for args in calls + calls:
+            for stage in step.stages:
+                assert getattr(step, name)(stage, *args) == term(step, stage, *args), (name, args)
+    assert step._weights_s(step.stages[0], 1, 0, 1) != step._weights_s(step.stages[1], 1, 0, 1)
+
+
 def test_a_small_layer_never_takes_less_than_its_gemms_floors():
     tiny = step_model("meta-llama--Meta-Llama-3.1-70B", plan(tp=8), gpu="NVIDIA H200")
     spec = tiny.spec
@@ -173,7 +188,7 @@ def test_a_small_layer_never_takes_less_than_its_gemms_floors():
     # Llama-70B's layers at TP8 stream far more than four GEMM floors; a tiny layer would not.
     assert tiny._weights_s(stage, 1, 0, 1) > layers * 4 * spec["gemm_floor_us"] * 1e-6
     fast = dict(spec, memory_bandwidth_gbs=1e9, tflops={"bf16": 1e9, "fp8": 1e9})
-    tiny.spec = fast
+    tiny = perf.StepModel(tiny.model, tiny.plan, fast, tiny.link, tiny.stages, 1.0)
     assert tiny._weights_s(stage, 1, 0, 1) == pytest.approx(layers * 4 * spec["gemm_floor_us"] * 1e-6, rel=1e-3)
 
 
@@ -419,7 +434,8 @@ def test_fp8_block_moe_prompt_steps_take_their_measured_gpu_time():
     fitted = step._chunk_alone_gpu_s(3072, 1536.0, 1, 1)
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(perf.MOE_GEMM_SHARE, "fp8", perf.MOE_GEMM_SHARE["bf16"])
-        assert step._chunk_alone_gpu_s(3072, 1536.0, 1, 1) < fitted * 0.8
+        bf16_share = step_model("Qwen--Qwen3-30B-A3B-FP8", plan(), gpu="NVIDIA H100")
+        assert bf16_share._chunk_alone_gpu_s(3072, 1536.0, 1, 1) < fitted * 0.8
 
 
 def test_on_vllm_cpu_an_moe_layer_launches_its_experts_as_one_call():
@@ -941,6 +957,20 @@ def kimi_plans(**workload):
     settled = {"input_len": 2048, "output_len": 256, "concurrency": [1, 16, 64]}
     settled.update(workload)
     return plan_model(load("moonshotai--Kimi-K2.5"), 8, None, "0.32.0", max_model_len=8192, workload=settled)
+
+
+def test_the_winner_and_the_runner_up_are_both_simulated():
+    # The reference box's workload for Kimi-K2.5: every closed-form leader drops once simulated (the closed form puts
+    # the pipeline plans up to 29 % higher), and the runner-up after two rounds of three leaders was a plan still in
+    # closed form (TP4-DP2-EP), which `why` and the close call then compared with a simulated winner.
+    workload = {"input_len": 1000, "output_len": 1000, "concurrency": [1, 8, 32, 128, 256, 1024]}
+    result = plan_model(load("moonshotai--Kimi-K2.5"), 8, None, "0.32.0", max_model_len=32768, gpu_name=RTX,
+                        link="pcie", objective="throughput", workload=workload)
+    plans = dict((plan["name"], plan) for plan in result["plans"])
+    models = [plan["estimate"]["ttft_model"] for plan in result["plans"]]
+    assert [plans[name]["estimate"]["ttft_model"] for name in result["ranking"][:2]] == ["scheduler simulation"] * 2
+    assert vllm_plan.SIMULATED_PLANS < models.count("scheduler simulation") <= vllm_plan.MAX_SIMULATED_PLANS
+    assert result["too_close_to_call"]["runner_up"] == result["ranking"][1]
 
 
 def test_the_leading_plans_get_the_schedulers_ttft_and_the_rest_keep_the_closed_form():
