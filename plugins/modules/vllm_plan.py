@@ -200,9 +200,9 @@ options:
         and with O(workload.request_rate) an open loop of arrivals at a rate.
       - Every plan is estimated in closed form; the three usable plans that lead are estimated again by running
         vLLM's scheduler over the step model (continuous batching, chunked prefill within
-        C(max_num_batched_tokens), C(max_num_seqs), KV capacity with preemption, prefix-cache hits), again for the
-        new leaders once, which gives their TTFT, TPOT and throughput (the waves of a closed loop, the queues of an
-        open loop) and their open-loop levels.
+        C(max_num_batched_tokens), C(max_num_seqs), KV capacity with preemption, prefix-cache hits), then the two
+        plans that lead until both are (eight plans at most), which gives their TTFT, TPOT and throughput (the waves
+        of a closed loop, the queues of an open loop) and their open-loop levels.
     type: dict
     suboptions:
       input_len:

@@ -401,12 +401,12 @@ def simulate_contenders(model, results, settled):
     while len(simulated) < MAX_SIMULATED_PLANS:
         leaders = [result for result in sorted(results, key=_rank_key) if _usable(result)][:leading]
         todo = [result for result in leaders if result["name"] not in simulated]
+        if not todo:
+            break
         for result in todo[:MAX_SIMULATED_PLANS - len(simulated)]:
             plan = dict((key, result[key]) for key in PLAN_KEYS)
             results[results.index(result)] = evaluate_plan(model, plan, settled, simulate=True)
             simulated.add(result["name"])
-        if not todo:
-            break
         leading = COMPARED_PLANS
     return results
 
